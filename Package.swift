@@ -1,0 +1,39 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// One list of compiler settings for every target: Swift 6 mode is the package default,
+/// and these make the concurrency checking complete and explicit.
+let settings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "Depot",
+    platforms: [.macOS(.v15), .iOS(.v18)],
+    products: [
+        .library(name: "Depot", targets: ["Depot"]),
+        .library(name: "DepotCore", targets: ["DepotCore"]),
+        .library(name: "DepotConformance", targets: ["DepotConformance"]),
+        .executable(name: "depot", targets: ["DepotCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // Values, errors, queries, the StorageDriver protocol and the public API. No I/O.
+        .target(name: "DepotCore", swiftSettings: settings),
+        // The reference driver: everything in memory, no I/O.
+        .target(name: "DepotMemory", dependencies: ["DepotCore"], swiftSettings: settings),
+        // The executable contract every driver runs (no test framework inside).
+        .target(name: "DepotConformance", dependencies: ["DepotCore", "DepotMemory"], swiftSettings: settings),
+        // The umbrella: re-exports the core and registers the built-in drivers.
+        .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory"], swiftSettings: settings),
+        .executableTarget(
+            name: "DepotCLI",
+            dependencies: ["Depot", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: settings
+        ),
+        .testTarget(name: "DepotCoreTests", dependencies: ["DepotCore"], swiftSettings: settings),
+        .testTarget(name: "DepotMemoryTests", dependencies: ["DepotMemory", "DepotConformance"], swiftSettings: settings),
+    ]
+)

@@ -1,0 +1,2 @@
+import Depot
+print("depot")

@@ -1,0 +1,179 @@
+import Foundation
+
+/// One value stored in a record field.
+///
+/// Every backend stores exactly these eight kinds, and every backend gives each of them
+/// back unchanged: a bool stays a bool, an object stays an object, `-0.0` keeps its sign.
+///
+/// Equality (`==`) is structural and exact: `.int(1) != .double(1.0)` and
+/// `.double(0.0) != .double(-0.0)`. Query semantics (where `1 == 1.0`) live in
+/// ``QueryEvaluator``, not here.
+///
+/// ```swift
+/// let v: FieldValue = ["name": "Ada", "tags": ["x", "y"], "age": 36]
+/// ```
+public enum FieldValue: Sendable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case string(String)
+    case bytes(Data)
+    case array([FieldValue])
+    case object([String: FieldValue])
+}
+
+extension FieldValue: Hashable {
+    public static func == (lhs: FieldValue, rhs: FieldValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): return true
+        case let (.bool(a), .bool(b)): return a == b
+        case let (.int(a), .int(b)): return a == b
+        case let (.double(a), .double(b)): return a.bitPattern == b.bitPattern
+        case let (.string(a), .string(b)): return a.utf8.elementsEqual(b.utf8)
+        case let (.bytes(a), .bytes(b)): return a == b
+        case let (.array(a), .array(b)): return a == b
+        case let (.object(a), .object(b)): return a == b
+        default: return false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null: hasher.combine(0)
+        case .bool(let b): hasher.combine(1); hasher.combine(b)
+        case .int(let i): hasher.combine(2); hasher.combine(i)
+        case .double(let d): hasher.combine(3); hasher.combine(d.bitPattern)
+        case .string(let s): hasher.combine(4); for byte in s.utf8 { hasher.combine(byte) }
+        case .bytes(let d): hasher.combine(5); hasher.combine(d)
+        case .array(let a): hasher.combine(6); hasher.combine(a)
+        case .object(let o): hasher.combine(7); hasher.combine(o)
+        }
+    }
+}
+
+extension FieldValue {
+    /// The kind of a value, in the order used when a sort key meets several kinds:
+    /// null < bool < number < string < bytes < array < object.
+    public enum Kind: Int, Sendable, Comparable, CustomStringConvertible {
+        case null = 0, bool, number, string, bytes, array, object
+
+        public static func < (lhs: Kind, rhs: Kind) -> Bool { lhs.rawValue < rhs.rawValue }
+
+        public var description: String {
+            switch self {
+            case .null: "null"
+            case .bool: "bool"
+            case .number: "number"
+            case .string: "string"
+            case .bytes: "bytes"
+            case .array: "array"
+            case .object: "object"
+            }
+        }
+    }
+
+    /// The value's kind; ints and doubles are both `.number`.
+    public var kind: Kind {
+        switch self {
+        case .null: .null
+        case .bool: .bool
+        case .int, .double: .number
+        case .string: .string
+        case .bytes: .bytes
+        case .array: .array
+        case .object: .object
+        }
+    }
+
+    /// `true` for `.null`.
+    public var isNull: Bool { if case .null = self { true } else { false } }
+
+    public var boolValue: Bool? { if case .bool(let b) = self { b } else { nil } }
+    public var intValue: Int64? { if case .int(let i) = self { i } else { nil } }
+    public var doubleValue: Double? {
+        switch self {
+        case .double(let d): d
+        case .int(let i): Double(i)
+        default: nil
+        }
+    }
+    public var stringValue: String? { if case .string(let s) = self { s } else { nil } }
+    public var bytesValue: Data? { if case .bytes(let d) = self { d } else { nil } }
+    public var arrayValue: [FieldValue]? { if case .array(let a) = self { a } else { nil } }
+    public var objectValue: [String: FieldValue]? { if case .object(let o) = self { o } else { nil } }
+
+    /// Checks that a value can be stored: no NaN anywhere (no backend keeps it exactly,
+    /// and it breaks equality), nesting at most ``maximumDepth`` levels.
+    /// - Throws: ``DepotError`` with code `.invalidValue`.
+    public func validate(field: String, depth: Int = 0) throws {
+        guard depth <= FieldValue.maximumDepth else {
+            throw DepotError(.invalidValue, "Field '\(field)' nests deeper than \(FieldValue.maximumDepth) levels.")
+        }
+        switch self {
+        case .double(let d) where d.isNaN:
+            throw DepotError(.invalidValue, "Field '\(field)' holds NaN, which Depot does not store.")
+        case .array(let items):
+            for item in items { try item.validate(field: field, depth: depth + 1) }
+        case .object(let members):
+            for (_, item) in members { try item.validate(field: field, depth: depth + 1) }
+        default: break
+        }
+    }
+
+    /// The deepest nesting of arrays and objects a value may have.
+    public static let maximumDepth = 64
+}
+
+extension FieldValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral,
+    ExpressibleByDictionaryLiteral
+{
+    public init(nilLiteral: ()) { self = .null }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(integerLiteral value: Int64) { self = .int(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(arrayLiteral elements: FieldValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, FieldValue)...) {
+        var object: [String: FieldValue] = [:]
+        for (key, value) in elements { object[key] = value }
+        self = .object(object)
+    }
+}
+
+extension FieldValue: CustomStringConvertible {
+    /// A JSON-like rendering for messages and debugging (bytes as `b64:...`).
+    public var description: String {
+        switch self {
+        case .null: return "null"
+        case .bool(let b): return b ? "true" : "false"
+        case .int(let i): return String(i)
+        case .double(let d): return d.description
+        case .string(let s): return "\"" + s.replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        case .bytes(let d): return "b64:" + d.base64EncodedString()
+        case .array(let a): return "[" + a.map(\.description).joined(separator: ",") + "]"
+        case .object(let o):
+            return "{" + o.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value.description)" }.joined(separator: ",") + "}"
+        }
+    }
+}
+
+/// A type that converts to a ``FieldValue``, used where filters take Swift values.
+public protocol FieldValueConvertible {
+    var fieldValue: FieldValue { get }
+}
+
+extension FieldValue: FieldValueConvertible { public var fieldValue: FieldValue { self } }
+extension Bool: FieldValueConvertible { public var fieldValue: FieldValue { .bool(self) } }
+extension Int: FieldValueConvertible { public var fieldValue: FieldValue { .int(Int64(self)) } }
+extension Int64: FieldValueConvertible { public var fieldValue: FieldValue { .int(self) } }
+extension Int32: FieldValueConvertible { public var fieldValue: FieldValue { .int(Int64(self)) } }
+extension Double: FieldValueConvertible { public var fieldValue: FieldValue { .double(self) } }
+extension String: FieldValueConvertible { public var fieldValue: FieldValue { .string(self) } }
+extension Data: FieldValueConvertible { public var fieldValue: FieldValue { .bytes(self) } }
+extension UUID: FieldValueConvertible { public var fieldValue: FieldValue { .string(uuidString) } }
+extension Date: FieldValueConvertible { public var fieldValue: FieldValue { .double(timeIntervalSinceReferenceDate) } }
+extension Optional: FieldValueConvertible where Wrapped: FieldValueConvertible {
+    public var fieldValue: FieldValue { self?.fieldValue ?? .null }
+}

@@ -1,0 +1,126 @@
+/// The id of a record: a 64-bit integer or a string (UUIDs travel as strings).
+///
+/// Ids order integers numerically, then strings by their UTF-8 bytes; integers come
+/// before strings if a collection ever holds both.
+public enum RecordID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    case int(Int64)
+    case string(String)
+
+    public static func < (lhs: RecordID, rhs: RecordID) -> Bool {
+        switch (lhs, rhs) {
+        case let (.int(a), .int(b)): return a < b
+        case (.int, .string): return true
+        case (.string, .int): return false
+        case let (.string(a), .string(b)): return a.utf8.lexicographicallyPrecedes(b.utf8)
+        }
+    }
+
+    public static func == (lhs: RecordID, rhs: RecordID) -> Bool {
+        switch (lhs, rhs) {
+        case let (.int(a), .int(b)): return a == b
+        case let (.string(a), .string(b)): return a.utf8.elementsEqual(b.utf8)
+        default: return false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .int(let i): hasher.combine(0); hasher.combine(i)
+        case .string(let s): hasher.combine(1); for b in s.utf8 { hasher.combine(b) }
+        }
+    }
+
+    /// The id as a field value (`.int` or `.string`).
+    public var fieldValue: FieldValue {
+        switch self {
+        case .int(let i): .int(i)
+        case .string(let s): .string(s)
+        }
+    }
+
+    /// Reads an id from a field value: ints and strings only.
+    public init?(_ value: FieldValue) {
+        switch value {
+        case .int(let i): self = .int(i)
+        case .string(let s): self = .string(s)
+        default: return nil
+        }
+    }
+
+    /// The id's kind.
+    public var kind: IDKind {
+        switch self {
+        case .int: .int
+        case .string: .string
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .int(let i): String(i)
+        case .string(let s): CollectionName.quotedForMessage(s)
+        }
+    }
+
+    /// Checks the id can be stored: string ids are 1 to 512 UTF-8 bytes with no NUL.
+    /// - Throws: ``DepotError`` `.invalidValue`.
+    public func validate(collection: String? = nil) throws {
+        if case .string(let s) = self {
+            let count = s.utf8.count
+            guard count >= 1, count <= 512, !s.utf8.contains(0) else {
+                throw DepotError(.invalidValue, "String ids must be 1 to 512 bytes with no NUL.", collection: collection)
+            }
+        }
+    }
+}
+
+extension RecordID: ExpressibleByIntegerLiteral, ExpressibleByStringLiteral {
+    public init(integerLiteral value: Int64) { self = .int(value) }
+    public init(stringLiteral value: String) { self = .string(value) }
+}
+
+/// Which kind of id a collection uses.
+public enum IDKind: String, Sendable, Hashable, Codable {
+    case int
+    case string
+}
+
+/// A stored record: an id and its top-level fields.
+///
+/// A field that is absent and a field that is `.null` are the same to queries; drivers
+/// keep the difference when they can but need not.
+public struct Record: Hashable, Sendable, CustomStringConvertible {
+    public var id: RecordID
+    public var fields: [String: FieldValue]
+
+    public init(id: RecordID, fields: [String: FieldValue] = [:]) {
+        self.id = id
+        self.fields = fields
+    }
+
+    /// The value of a field, `.null` when absent. The name `id` reads the record id.
+    public subscript(field: String) -> FieldValue {
+        get { field == "id" ? id.fieldValue : (fields[field] ?? .null) }
+    }
+
+    /// Validates field names and values before a write.
+    /// - Throws: ``DepotError`` `.invalidName` or `.invalidValue`.
+    public func validate(collection: String? = nil) throws {
+        try id.validate(collection: collection)
+        for (name, value) in fields {
+            try FieldName.validate(name, collection: collection)
+            try value.validate(field: name)
+        }
+    }
+
+    public var description: String { "Record(\(id), \(FieldValue.object(fields)))" }
+}
+
+extension Record {
+    /// The record with top-level `.null` fields removed: null and absent are the same, and
+    /// drivers store neither.
+    public var withoutNulls: Record {
+        if !fields.values.contains(where: \.isNull) { return self }
+        return Record(id: id, fields: fields.filter { !$0.value.isNull })
+    }
+}

@@ -1,0 +1,158 @@
+/// A parsed store string such as `sqlite:app.db?durability=normal`.
+///
+/// The form is `SCHEME:REST[?KEY=VALUE&...]`. What REST means belongs to the driver
+/// (a path for the embedded drivers, `//user@host/db` for a server). Options are plain
+/// `key=value` pairs, percent-decoded; unknown keys are an error the driver raises.
+///
+/// ```swift
+/// let location = try StoreLocation("json:/tmp/db.json?durability=full")
+/// location.scheme   // "json"
+/// location.path     // "/tmp/db.json"
+/// ```
+public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
+    public var scheme: String
+    /// Everything between the scheme's colon and the `?`.
+    public var path: String
+    public var options: [String: String]
+
+    /// Parses a store string.
+    /// - Throws: ``DepotError`` `.invalidStore` when there is no scheme or an option is malformed.
+    public init(_ string: String) throws {
+        guard let colon = string.firstIndex(of: ":") else {
+            throw DepotError(.invalidStore, "A store string starts with a driver scheme, such as 'sqlite:app.db', 'json:data.json', 'gdbm:dir' or 'memory:'.")
+        }
+        let scheme = String(string[..<colon]).lowercased()
+        guard !scheme.isEmpty, scheme.utf8.allSatisfy({ isLetter($0) || isDigit($0) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E }) else {
+            throw DepotError(.invalidStore, "The store string's scheme is not valid.")
+        }
+        var rest = String(string[string.index(after: colon)...])
+        var options: [String: String] = [:]
+        // `sqlite::memory:` has no options; a '?' starts them elsewhere.
+        if let question = rest.firstIndex(of: "?") {
+            let query = rest[rest.index(after: question)...]
+            rest = String(rest[..<question])
+            for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                guard parts.count == 2, !parts[0].isEmpty,
+                    let key = String(parts[0]).removingPercentEncodingSafely,
+                    let value = String(parts[1]).removingPercentEncodingSafely
+                else {
+                    throw DepotError(.invalidStore, "Store option '\(CollectionName.quotedForMessage(String(pair.prefix(40))))' is not KEY=VALUE.")
+                }
+                guard options[key] == nil else { throw DepotError(.invalidStore, "Store option '\(key)' is given twice.") }
+                options[key] = value
+            }
+        }
+        self.scheme = scheme
+        self.path = rest
+        self.options = options
+    }
+
+    public init(scheme: String, path: String, options: [String: String] = [:]) {
+        self.scheme = scheme
+        self.path = path
+        self.options = options
+    }
+
+    /// The durability option (`durability=full|normal`), ``Durability/full`` by default.
+    /// - Throws: `.invalidStore` for any other value.
+    public func durability() throws -> Durability {
+        guard let text = options["durability"] else { return .full }
+        guard let value = Durability(rawValue: text) else {
+            throw DepotError(.invalidStore, "Option durability must be 'full' or 'normal'.")
+        }
+        return value
+    }
+
+    /// Throws `.invalidStore` naming the first option not in `known`.
+    public func rejectUnknownOptions(_ known: Set<String>) throws {
+        for key in options.keys.sorted() where !known.contains(key) {
+            throw DepotError(.invalidStore, "The \(scheme) driver has no option '\(CollectionName.quotedForMessage(key))'; it knows: \(known.sorted().joined(separator: ", ")).")
+        }
+    }
+
+    /// The store string with any password (`user:secret@`) and secret-looking options hidden,
+    /// safe for logs and messages.
+    public var description: String {
+        var shown = path
+        if let at = shown.firstIndex(of: "@"), shown.hasPrefix("//") {
+            let userInfo = shown[shown.index(shown.startIndex, offsetBy: 2)..<at]
+            if let colon = userInfo.firstIndex(of: ":") {
+                shown = "//" + userInfo[..<colon] + ":***" + shown[at...]
+            }
+        }
+        let secretKeys: Set<String> = ["password", "token", "secret", "key"]
+        let opts = options.keys.sorted().map { secretKeys.contains($0.lowercased()) ? "\($0)=***" : "\($0)=\(options[$0] ?? "")" }
+        return scheme + ":" + shown + (opts.isEmpty ? "" : "?" + opts.joined(separator: "&"))
+    }
+}
+
+/// How hard a commit works to survive failures. One setting, honest on every driver.
+public enum Durability: String, Sendable, Hashable, CaseIterable {
+    /// An acknowledged commit survives power loss (fsync of data and directory).
+    case full
+    /// An acknowledged commit survives a process crash (kill -9) and the store never
+    /// corrupts, but the newest commits may be lost on power loss.
+    case normal
+}
+
+extension String {
+    var removingPercentEncodingSafely: String? {
+        if !contains("%") { return self }
+        var bytes: [UInt8] = []
+        var iterator = utf8.makeIterator()
+        while let byte = iterator.next() {
+            if byte == 0x25 {
+                guard let h = iterator.next(), let l = iterator.next(), let hv = hexValue(h), let lv = hexValue(l) else { return nil }
+                bytes.append(hv << 4 | lv)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+}
+
+private func hexValue(_ b: UInt8) -> UInt8? {
+    switch b {
+    case 0x30...0x39: b - 0x30
+    case 0x41...0x46: b - 0x41 + 10
+    case 0x61...0x66: b - 0x61 + 10
+    default: nil
+    }
+}
+
+/// Maps store-string schemes to driver factories, so a program picks its backend from
+/// configuration and a third party can add its own driver.
+///
+/// ```swift
+/// var registry = DriverRegistry.standard          // from the Depot module
+/// registry.register("mydb") { location in try MyDriver(location) }
+/// let store = try await Store.open("mydb:/data", registry: registry)
+/// ```
+public struct DriverRegistry: Sendable {
+    /// Makes a driver for a parsed store string.
+    public typealias Factory = @Sendable (StoreLocation) async throws -> any StorageDriver
+
+    private var factories: [String: Factory] = [:]
+
+    public init() {}
+
+    /// Adds or replaces the factory for `scheme` (lowercase).
+    public mutating func register(_ scheme: String, factory: @escaping Factory) {
+        factories[scheme.lowercased()] = factory
+    }
+
+    /// The registered schemes, sorted.
+    public var schemes: [String] { factories.keys.sorted() }
+
+    /// Opens a driver for a store string.
+    /// - Throws: `.invalidStore` for an unknown scheme or malformed string, or the driver's error.
+    public func makeDriver(_ string: String) async throws -> any StorageDriver {
+        let location = try StoreLocation(string)
+        guard let factory = factories[location.scheme] else {
+            throw DepotError(.invalidStore, "No driver is registered for '\(CollectionName.quotedForMessage(location.scheme))'; known: \(schemes.joined(separator: ", ")).")
+        }
+        return try await factory(location)
+    }
+}

@@ -1,0 +1,301 @@
+import DepotCore
+import Foundation
+import Synchronization
+
+/// A driver that keeps everything in memory: the reference semantics every other
+/// driver is compared with, and a fast store for tests and caches.
+///
+/// Reads see a copy-on-write snapshot of the committed state; writers run one at a time
+/// on a private copy that replaces the committed state when the closure returns. Nothing
+/// survives the process (no ``DriverCapabilities/persistence``).
+///
+/// ```swift
+/// let store = try await Store(driver: MemoryDriver())
+/// ```
+public final class MemoryDriver: StorageDriver {
+    public let backendName = "memory"
+    public var capabilities: DriverCapabilities { DriverCapabilities.complete.subtracting([.persistence, .multiProcess]) }
+
+    private let committed = Mutex(MemoryState())
+    private let closed = Mutex(false)
+    /// Serializes writers. Held only while a synchronous write closure runs.
+    private let writerLock = NSLock()
+
+    public init() {}
+
+    /// Registers `memory:` (no path, no options).
+    public static func register(in registry: inout DriverRegistry) {
+        registry.register("memory") { location in
+            try location.rejectUnknownOptions([])
+            guard location.path.isEmpty else {
+                throw DepotError(.invalidStore, "A memory store takes no path: write 'memory:'.")
+            }
+            return MemoryDriver()
+        }
+    }
+
+    public func read<T: Sendable>(_ body: @escaping @Sendable (any ReadTransaction) throws -> T) async throws -> T {
+        try checkOpen()
+        let transaction = MemoryTransaction(state: committed.withLock { $0 }, writable: false)
+        defer { transaction.isValid = false }
+        return try body(transaction)
+    }
+
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any WriteTransaction) throws -> T) async throws -> T {
+        try checkOpen()
+        return try writerLock.withLock {
+            let transaction = MemoryTransaction(state: committed.withLock { $0 }, writable: true)
+            defer { transaction.isValid = false }
+            let result = try body(transaction)
+            let newState = transaction.state
+            committed.withLock { $0 = newState }
+            return result
+        }
+    }
+
+    public func stream(_ query: Query, from collection: CollectionName) -> RecordStream {
+        do {
+            try checkOpen()
+            let snapshot = MemoryTransaction(state: committed.withLock { $0 }, writable: false)
+            return RecordStream(try snapshot.query(query, in: collection))
+        } catch {
+            return RecordStream(failing: DepotError.wrap(error))
+        }
+    }
+
+    public func integrityCheck() async throws -> [String] {
+        try checkOpen()
+        return committed.withLock { $0 }.problems()
+    }
+
+    public func close() async throws {
+        closed.withLock { $0 = true }
+    }
+
+    private func checkOpen() throws {
+        if closed.withLock({ $0 }) { throw DepotError(.closed, "The memory store is closed.") }
+    }
+}
+
+/// The committed contents of a memory store. A value: copying it is a snapshot.
+struct MemoryState: Sendable {
+    var collections: [CollectionName: MemoryCollection] = [:]
+
+    func problems() -> [String] {
+        var found: [String] = []
+        for (name, collection) in collections {
+            var rebuilt = collection
+            do { try rebuilt.rebuildUniqueIndexes() } catch { found.append("\(name): \(error)") }
+            if rebuilt.uniqueIndexes != collection.uniqueIndexes { found.append("\(name): unique index out of step") }
+        }
+        return found
+    }
+}
+
+struct MemoryCollection: Sendable {
+    var schema: CollectionSchema
+    var records: [RecordID: [String: FieldValue]] = [:]
+    /// Per unique constraint name: normalized key → owning id.
+    var uniqueIndexes: [String: [[FieldValue]: RecordID]] = [:]
+    var lastAssignedID: Int64 = 0
+
+    init(schema: CollectionSchema) {
+        self.schema = schema
+        for constraint in schema.uniqueConstraints { uniqueIndexes[constraint.name] = [:] }
+    }
+
+    mutating func rebuildUniqueIndexes() throws {
+        var indexes: [String: [[FieldValue]: RecordID]] = [:]
+        for constraint in schema.uniqueConstraints {
+            var index: [[FieldValue]: RecordID] = [:]
+            for (id, fields) in records {
+                guard let key = constraint.key(for: Record(id: id, fields: fields)) else { continue }
+                if index[key] != nil {
+                    throw DepotError(.uniqueViolation, "Existing records break unique constraint '\(constraint.name)'.", collection: schema.name.rawValue, id: id, constraint: constraint.name)
+                }
+                index[key] = id
+            }
+            indexes[constraint.name] = index
+        }
+        uniqueIndexes = indexes
+    }
+
+    func checkUnique(_ record: Record) throws {
+        for constraint in schema.uniqueConstraints {
+            guard let key = constraint.key(for: record), let owner = uniqueIndexes[constraint.name]?[key], owner != record.id else { continue }
+            throw DepotError(
+                .uniqueViolation, "Another record already has these values for unique constraint '\(constraint.name)' (\(constraint.fields.joined(separator: ", "))).",
+                collection: schema.name.rawValue, id: record.id, constraint: constraint.name)
+        }
+    }
+
+    mutating func put(_ record: Record) {
+        if let old = records[record.id] { removeKeys(Record(id: record.id, fields: old)) }
+        records[record.id] = record.fields
+        for constraint in schema.uniqueConstraints {
+            if let key = constraint.key(for: record) { uniqueIndexes[constraint.name, default: [:]][key] = record.id }
+        }
+        if case .int(let i) = record.id, i > lastAssignedID { lastAssignedID = i }
+    }
+
+    mutating func remove(_ id: RecordID) -> Bool {
+        guard let old = records.removeValue(forKey: id) else { return false }
+        removeKeys(Record(id: id, fields: old))
+        return true
+    }
+
+    private mutating func removeKeys(_ record: Record) {
+        for constraint in schema.uniqueConstraints {
+            if let key = constraint.key(for: record), uniqueIndexes[constraint.name]?[key] == record.id {
+                uniqueIndexes[constraint.name]?[key] = nil
+            }
+        }
+    }
+}
+
+/// A transaction over a private copy of the state.
+final class MemoryTransaction: WriteTransaction {
+    var state: MemoryState
+    let writable: Bool
+    var isValid = true
+
+    init(state: MemoryState, writable: Bool) {
+        self.state = state
+        self.writable = writable
+    }
+
+    private func checkValid() throws {
+        guard isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
+    }
+
+    private func checkWritable() throws {
+        try checkValid()
+        guard writable else { throw DepotError(.unsupported, "Writes need a write transaction.") }
+    }
+
+    func collectionNames() throws -> [CollectionName] {
+        try checkValid()
+        return state.collections.keys.sorted()
+    }
+
+    func schema(of collection: CollectionName) throws -> CollectionSchema? {
+        try checkValid()
+        return state.collections[collection]?.schema
+    }
+
+    func get(_ id: RecordID, from collection: CollectionName) throws -> Record? {
+        try checkValid()
+        return state.collections[collection]?.records[id].map { Record(id: id, fields: $0) }
+    }
+
+    func forEach(_ query: Query, in collection: CollectionName, _ body: (Record) throws -> Bool) throws {
+        try checkValid()
+        try query.validate()
+        guard let records = state.collections[collection]?.records else { return }
+        let results = QueryEvaluator.execute(query, over: records.lazy.map { Record(id: $0.key, fields: $0.value) })
+        for record in results where try !body(record) { break }
+    }
+
+    func count(_ filter: Filter, in collection: CollectionName) throws -> Int {
+        try checkValid()
+        try filter.validate()
+        guard let records = state.collections[collection]?.records else { return 0 }
+        if case .all = filter { return records.count }
+        return records.reduce(0) { $0 + (QueryEvaluator.matches(filter, Record(id: $1.key, fields: $1.value)) ? 1 : 0) }
+    }
+
+    func explain(_ query: Query, in collection: CollectionName) throws -> QueryPlan {
+        try query.validate()
+        return QueryPlan(backend: "memory", filterInEngine: false, sortInEngine: false, pagingInEngine: false, detail: "scan of \(collection) with the shared evaluator")
+    }
+
+    func prepare(_ schema: CollectionSchema) throws {
+        try checkWritable()
+        try schema.validate()
+        guard var existing = state.collections[schema.name] else {
+            state.collections[schema.name] = MemoryCollection(schema: schema)
+            return
+        }
+        guard existing.schema.idKind == schema.idKind else {
+            throw DepotError(.schemaMismatch, "Collection '\(schema.name)' uses \(existing.schema.idKind) ids, not \(schema.idKind).", collection: schema.name.rawValue)
+        }
+        existing.schema = schema
+        try existing.rebuildUniqueIndexes()
+        state.collections[schema.name] = existing
+    }
+
+    func dropCollection(_ collection: CollectionName) throws -> Bool {
+        try checkWritable()
+        return state.collections.removeValue(forKey: collection) != nil
+    }
+
+    /// The collection for a write of an id of `kind`, created if missing.
+    private func collectionForWrite(_ name: CollectionName, kind: IDKind) throws -> MemoryCollection {
+        try checkWritable()
+        if let existing = state.collections[name] {
+            guard existing.schema.idKind == kind else {
+                throw DepotError(.invalidValue, "Collection '\(name)' uses \(existing.schema.idKind) ids; got a \(kind) id.", collection: name.rawValue)
+            }
+            return existing
+        }
+        return MemoryCollection(schema: CollectionSchema(name: name, idKind: kind))
+    }
+
+    func insert(_ record: Record, into collection: CollectionName) throws {
+        let record = record.withoutNulls
+        var target = try collectionForWrite(collection, kind: record.id.kind)
+        guard target.records[record.id] == nil else {
+            throw DepotError(.alreadyExists, "A record with id \(record.id) exists.", collection: collection.rawValue, id: record.id)
+        }
+        try target.checkUnique(record)
+        target.put(record)
+        state.collections[collection] = target
+    }
+
+    func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID {
+        var target = try collectionForWrite(collection, kind: .int)
+        let maxPresent = target.records.keys.reduce(Int64(0)) { if case .int(let i) = $1 { max($0, i) } else { $0 } }
+        let base = max(target.lastAssignedID, maxPresent)
+        guard base < Int64.max else { throw DepotError(.invalidValue, "No integer ids are left in '\(collection)'.", collection: collection.rawValue) }
+        let record = Record(id: .int(base + 1), fields: fields).withoutNulls
+        try target.checkUnique(record)
+        target.put(record)
+        state.collections[collection] = target
+        return record.id
+    }
+
+    func update(_ record: Record, in collection: CollectionName) throws {
+        let record = record.withoutNulls
+        var target = try collectionForWrite(collection, kind: record.id.kind)
+        guard target.records[record.id] != nil else {
+            throw DepotError(.notFound, "No record with id \(record.id).", collection: collection.rawValue, id: record.id)
+        }
+        try target.checkUnique(record)
+        target.put(record)
+        state.collections[collection] = target
+    }
+
+    func save(_ record: Record, into collection: CollectionName) throws -> WriteOutcome {
+        let record = record.withoutNulls
+        var target = try collectionForWrite(collection, kind: record.id.kind)
+        let outcome: WriteOutcome = target.records[record.id] == nil ? .inserted : .updated
+        try target.checkUnique(record)
+        target.put(record)
+        state.collections[collection] = target
+        return outcome
+    }
+
+    func delete(_ id: RecordID, from collection: CollectionName) throws -> Bool {
+        try checkWritable()
+        guard var target = state.collections[collection] else { return false }
+        let removed = target.remove(id)
+        state.collections[collection] = target
+        return removed
+    }
+
+    func delete(matching filter: Filter, from collection: CollectionName) throws -> Int {
+        try checkWritable()
+        try filter.validate()
+        return try deleteEach(matching: filter, from: collection)
+    }
+}
