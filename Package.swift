@@ -37,6 +37,6 @@ let package = Package(
         // Commits transactions until killed; the crash tests of every driver run it.
         .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot"], swiftSettings: settings),
         .testTarget(name: "DepotCoreTests", dependencies: ["DepotCore"], swiftSettings: settings),
-        .testTarget(name: "DepotMemoryTests", dependencies: ["DepotMemory", "DepotConformance"], swiftSettings: settings),
+        .testTarget(name: "DepotMemoryTests", dependencies: ["Depot", "DepotMemory", "DepotConformance"], swiftSettings: settings),
     ]
 )
