@@ -112,26 +112,16 @@ public enum CrashTrials {
     }
 
     static func runAndKill(helper: String, store: String, seed: UInt64, delayMicroseconds: Int, trial: Int) throws -> HelperOutput {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: helper)
-        process.arguments = [store, String(seed)]
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        let collected = OutputCollector(out.fileHandleForReading)
-        let collectedErrors = OutputCollector(err.fileHandleForReading)
-        try process.run()
+        let child = try ChildProcess(path: helper, arguments: [store, String(seed)])
         usleep(useconds_t(delayMicroseconds))
-        let exitedEarly = !process.isRunning
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        let text = String(decoding: collected.wait(), as: UTF8.self)
-        let errors = String(decoding: collectedErrors.wait(), as: UTF8.self)
-        if exitedEarly && process.terminationReason == .exit {
-            throw failure("trial \(trial): the helper exited with status \(process.terminationStatus) before the kill: \(errors.prefix(500))")
+        let exitedEarly = !child.isRunning
+        child.kill(SIGKILL)
+        let result = child.waitForExit()
+        if exitedEarly, case .exited(let code) = result.status {
+            throw failure("trial \(trial): the helper exited with status \(code) before the kill: \(result.errorText.prefix(500))")
         }
         var acked: [Int64] = []
-        for line in text.split(separator: "\n") where line.hasPrefix("ACK ") {
+        for line in result.outputText.split(separator: "\n") where line.hasPrefix("ACK ") {
             if let n = Int64(line.dropFirst(4)) { acked.append(n) }
         }
         return HelperOutput(acknowledged: acked)
@@ -151,27 +141,6 @@ public enum CrashTrials {
 
     static func failure(_ message: String, line: Int = #line) -> ConformanceFailure {
         ConformanceFailure(check: "crash", message: message, file: #fileID, line: line)
-    }
-}
-
-/// Reads a pipe to its end on a thread of its own, so the writer never blocks on a full pipe.
-final class OutputCollector: @unchecked Sendable {
-    // @unchecked: `data` is written once by the reading thread before `done` is signalled,
-    // and read only after waiting on `done`.
-    private var data = Data()
-    private let done = DispatchSemaphore(value: 0)
-
-    init(_ handle: FileHandle) {
-        let thread = Thread { [self] in
-            data = handle.readDataToEndOfFile()
-            done.signal()
-        }
-        thread.start()
-    }
-
-    func wait() -> Data {
-        done.wait()
-        return data
     }
 }
 

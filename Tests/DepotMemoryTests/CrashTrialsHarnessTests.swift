@@ -26,3 +26,28 @@ import Testing
         #expect(FileManager.default.isExecutableFile(atPath: path))
     }
 }
+
+@Suite struct ChildProcessTests {
+    @Test func runsCollectsOutputAndExitStatus() throws {
+        let result = try ChildProcess.run("/bin/sh", ["-c", "cat; echo err >&2; exit 3"], standardInput: Data("hello".utf8))
+        #expect(result.status == .exited(3))
+        #expect(result.outputText == "hello")
+        #expect(result.errorText == "err\n")
+    }
+
+    @Test func killsAndReportsTheSignal() throws {
+        let child = try ChildProcess(path: "/bin/sleep", arguments: ["30"])
+        #expect(child.isRunning)
+        child.kill()
+        #expect(child.waitForExit().status == .signalled(9))
+    }
+
+    @Test func theChildInheritsNoOtherDescriptors() throws {
+        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/self/status"))
+        defer { try? handle.close() }
+        let result = try ChildProcess.run("/bin/sh", ["-c", "ls /proc/$$/fd"])
+        let fds = result.outputText.split(separator: "\n").compactMap { Int($0) }.filter { $0 > 2 }
+        // Only the descriptor `ls` itself opens for its listing may appear.
+        #expect(fds.count <= 1, "inherited: \(fds)")
+    }
+}
