@@ -156,3 +156,4 @@ let allChecks: [ConformanceCheck] =
     CRUDChecks.all + IDChecks.all + ValueChecks.all + FilterChecks.all + SortPagingChecks.all + CountChecks.all
     + StreamingChecks.all + UniqueChecks.all + TransactionChecks.all + ConcurrencyChecks.all + SchemaChecks.all
     + NameChecks.all + ErrorChecks.all + PersistenceChecks.all + DifferentialChecks.all
+    + CodecChecks.all + ObservationChecks.all + MigrationChecks.all + UpsertChecks.all
