@@ -111,11 +111,6 @@ enum ErrorChecks {
             try await driver.write { tx in try tx.insert(Record(id: 2, fields: ["n": 2]), into: users) }
             try expect.equal(try await driver.records(in: users), [Record(id: 1, fields: ["n": 1]), Record(id: 2, fields: ["n": 2])], "records after a series of errors")
         },
-        .driver("errors.capabilitiesDescribed") { driver, expect in
-            try expect.that(!driver.backendName.isEmpty, "backend name")
-            let described = driver.capabilities.description
-            try expect.that(driver.capabilities.isEmpty || !described.isEmpty, "capabilities \(driver.capabilities.rawValue) describe themselves")
-        },
         .driver("errors.decodingMismatchNamesRecord") { driver, expect in
             let store = try await Store(driver: driver)
             try await store.collection("people").save(Record(id: "p1", fields: ["city": 12, "age": "old"]))
