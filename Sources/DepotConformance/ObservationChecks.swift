@@ -11,9 +11,9 @@ enum ObservationChecks {
         var done: Bool
     }
 
-    /// Collects the next `count` change batches of `store` (at most `seconds`).
+    /// Collects the next `count` change batches of `store` (at most a minute).
     static func nextBatches(_ stream: AsyncStream<ChangeBatch>, count: Int, _ expect: Expect) async throws -> [ChangeBatch] {
-        try await withTimeout(10, expect, "waiting for \(count) change batches") {
+        try await withTimeout(60, expect, "waiting for \(count) change batches") {
             var batches: [ChangeBatch] = []
             for await batch in stream {
                 batches.append(batch)
@@ -77,7 +77,7 @@ enum ObservationChecks {
             let stream = store.changes()
             try await tasks.insert(Record(id: 1))
             try await store.close()
-            let received = try await withTimeout(10, expect, "a subscription after close") {
+            let received = try await withTimeout(60, expect, "a subscription after close") {
                 var count = 0
                 for await _ in stream { count += 1 }
                 return count
@@ -89,7 +89,7 @@ enum ObservationChecks {
             let tasks = try await store.repository(Task1.self)
             try await tasks.save(Task1(id: 1, title: "a", done: false))
             let observed = tasks.observe(tasks.query().filter(Field("done") == false).sort("title"))
-            let results = try await withTimeout(10, expect, "observed query") {
+            let results = try await withTimeout(60, expect, "observed query") {
                 var seen: [[Int]] = []
                 for try await current in observed {
                     seen.append(current.map(\.id))
