@@ -38,5 +38,7 @@ let package = Package(
         .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot"], swiftSettings: settings),
         .testTarget(name: "DepotCoreTests", dependencies: ["DepotCore"], swiftSettings: settings),
         .testTarget(name: "DepotMemoryTests", dependencies: ["Depot", "DepotMemory", "DepotConformance"], swiftSettings: settings),
+        // conformance branch: the conformance library tested against deliberately broken drivers.
+        .testTarget(name: "DepotConformanceTests", dependencies: ["DepotCore", "DepotMemory", "DepotConformance"], swiftSettings: settings),
     ]
 )

@@ -95,6 +95,20 @@ public struct ConformanceFailure: Error, Sendable, CustomStringConvertible {
 /// The executable driver contract: every check, and a runner with no test framework inside,
 /// so any driver (yours too) can run it from any test harness.
 ///
+/// Checks are named `area.checkName`, one file per area:
+/// `crud`, `ids`, `values` (every field value kind round-trips exactly), `filter` (every
+/// operator with its null, number and string edge cases), `sort` and `paging`, `count`,
+/// `stream`, `unique`, `tx` (atomicity, rollback, snapshots), `concurrency`, `schema`,
+/// `names` (hostile and awkward names), `errors`, `persistence` (close and reopen),
+/// `differential` (seeded random operations compared step by step with ``MemoryDriver``),
+/// and through a ``Store`` on the driver: `codec`, `events` (change events, observed
+/// queries, the read cache), `migrations` and `upsert`.
+///
+/// Expected answers are written out by hand from DESIGN §3–§5, never computed with
+/// ``QueryEvaluator`` (except by the differential checks, whose reference is a second driver).
+/// A check that needs a capability declares it; a driver without it gets
+/// ``ConformanceOutcome/notSupported(_:)``, which a test should report as a known issue.
+///
 /// ```swift
 /// @Test(arguments: Conformance.checkNames)
 /// func conformance(_ name: String) async throws {
@@ -156,3 +170,4 @@ let allChecks: [ConformanceCheck] =
     CRUDChecks.all + IDChecks.all + ValueChecks.all + FilterChecks.all + SortPagingChecks.all + CountChecks.all
     + StreamingChecks.all + UniqueChecks.all + TransactionChecks.all + ConcurrencyChecks.all + SchemaChecks.all
     + NameChecks.all + ErrorChecks.all + PersistenceChecks.all + DifferentialChecks.all
+    + CodecChecks.all + ObservationChecks.all + MigrationChecks.all + UpsertChecks.all

@@ -111,10 +111,43 @@ enum ErrorChecks {
             try await driver.write { tx in try tx.insert(Record(id: 2, fields: ["n": 2]), into: users) }
             try expect.equal(try await driver.records(in: users), [Record(id: 1, fields: ["n": 1]), Record(id: 2, fields: ["n": 2])], "records after a series of errors")
         },
-        .driver("errors.capabilitiesDescribed") { driver, expect in
-            try expect.that(!driver.backendName.isEmpty, "backend name")
-            let described = driver.capabilities.description
-            try expect.that(driver.capabilities.isEmpty || !described.isEmpty, "capabilities \(driver.capabilities.rawValue) describe themselves")
+        .driver("errors.decodingMismatchNamesRecord") { driver, expect in
+            let store = try await Store(driver: driver)
+            try await store.collection("people").save(Record(id: "p1", fields: ["city": 12, "age": "old"]))
+            let people = try await store.repository(CodecChecks.Person.self)
+            let error = try await expect.error(.decoding, "a stored record whose 'city' is a number") { try await people.find(id: "p1") }
+            try expect.equal(error.id, "p1", "record id named by the error")
+            try expect.equal(error.collection, "people", "collection named by the error")
+        },
+        .driver("errors.unsupportedWriteInReadTransaction") { driver, expect in
+            let store = try await Store(driver: driver)
+            try await expect.throwsCode(.unsupported, "a repository write inside a read transaction") {
+                try await store.read { tx in try tx.repository(CodecChecks.Person.self).insert(CodecChecks.Person(id: "x", city: nil, age: nil)) }
+            }
+            try expect.equal(try await store.collection("people").count(), 0, "nothing written")
+        },
+        .driver("errors.transactionUsedAfterItsClosure") { driver, expect in
+            let store = try await Store(driver: driver)
+            let escaped = EscapedTransaction()
+            try await store.write { tx in escaped.set(tx) }
+            try await expect.throwsCode(.closed, "a store transaction used after its closure returned") {
+                try escaped.use { tx in try tx.insert(Record(id: 1), into: try Fixture.items) }
+            }
         },
     ]
+}
+
+/// Holds a store transaction past its closure, to check it refuses further use.
+final class EscapedTransaction: @unchecked Sendable {
+    // @unchecked: set once inside the write closure, used after `write` returned; the lock
+    // orders the two. The transaction is only touched to check that it refuses work.
+    private let lock = NSLock()
+    private var transaction: StoreWriteTransaction?
+
+    func set(_ tx: StoreWriteTransaction) { lock.withLock { transaction = tx } }
+
+    func use(_ body: (StoreWriteTransaction) throws -> Void) throws {
+        guard let tx = lock.withLock({ transaction }) else { return }
+        try body(tx)
+    }
 }

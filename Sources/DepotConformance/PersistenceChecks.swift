@@ -118,5 +118,38 @@ enum PersistenceChecks {
             let third = try await reopen(second, context)
             try expect.equal(try await third.records(in: items), [Record(id: 1, fields: ["round": 1]), Record(id: 2, fields: ["round": 2])], "records after two reopenings")
         },
+        .context("persistence.twoOpenHandlesNeverCorrupt", requires: [.persistence, .multiProcess]) { context, first, expect in
+            let items = try Fixture.items
+            let second = try await context.openDriver()
+            /// Writes `ids` one per transaction, retrying `.locked` for a while; returns the ids acknowledged.
+            @Sendable func writeAll(_ driver: any StorageDriver, _ ids: [Int64]) async throws -> [Int64] {
+                var acknowledged: [Int64] = []
+                for id in ids {
+                    for attempt in 0..<200 {
+                        do {
+                            try await driver.write { tx in try tx.insert(Record(id: .int(id), fields: ["by": .int(id / 1000)]), into: items) }
+                            acknowledged.append(id)
+                            break
+                        } catch let error as DepotError where error.code == .locked && attempt < 199 {
+                            try await Task.sleep(nanoseconds: 5_000_000)
+                        }
+                    }
+                }
+                return acknowledged
+            }
+            let (a, b) = try await withTimeout(120, expect, "two handles writing at once") {
+                async let a = writeAll(first, (1...25).map { Int64($0) })
+                async let b = writeAll(second, (1...25).map { Int64(1000 + $0) })
+                return try await (a, b)
+            }
+            try expect.equal(a.count + b.count, 50, "writes acknowledged through both handles")
+            let seenByFirst = try await first.count(.equal("by", 1), in: items)
+            try expect.equal(seenByFirst, 25, "the first handle sees the second handle's commits")
+            try await first.close()
+            try await second.close()
+            let reopened = try await context.openDriver()
+            try expect.equal(try await reopened.integrityCheck(), [], "integrity problems after two handles wrote")
+            try expect.equal(try await reopened.ids(in: items), (a + b).sorted().map { RecordID.int($0) }, "every acknowledged write after reopening")
+        },
     ]
 }

@@ -36,10 +36,10 @@ enum StreamingChecks {
             let firstTen = try await driver.streamed(from: items, stopAfter: 10)
             try expect.equal(firstTen.map(\.id), (1...10).map { RecordID.int(Int64($0)) }, "first ten")
             // The abandoned stream must not hold the store: writing and streaming again work.
-            try await withTimeout(20, expect, "a write after abandoning a stream") {
+            try await withTimeout(60, expect, "a write after abandoning a stream") {
                 try await driver.write { tx in try tx.insert(Record(id: .int(Int64(large + 1))), into: items) }
             }
-            let again = try await withTimeout(20, expect, "a new stream after abandoning one") {
+            let again = try await withTimeout(60, expect, "a new stream after abandoning one") {
                 try await driver.streamed(Query(offset: large - 2), from: items).map(\.id)
             }
             try expect.equal(again, [.int(Int64(large - 1)), .int(Int64(large)), .int(Int64(large + 1))], "last records of a second stream")
@@ -48,7 +48,7 @@ enum StreamingChecks {
             let items = try Fixture.items
             try await driver.seed((1...2_000).map { Record(id: .int(Int64($0))) }, into: items)
             for round in 0..<20 {
-                let got = try await withTimeout(20, expect, "abandoned stream \(round)") {
+                let got = try await withTimeout(60, expect, "abandoned stream \(round)") {
                     try await driver.streamed(Query(offset: round), from: items, stopAfter: 3).map(\.id)
                 }
                 try expect.equal(got, [.int(Int64(round + 1)), .int(Int64(round + 2)), .int(Int64(round + 3))], "stream \(round)")
@@ -75,7 +75,7 @@ enum StreamingChecks {
         .driver("stream.writesWhileStreaming", requires: [.streaming, .snapshotReads]) { driver, expect in
             let items = try Fixture.items
             try await driver.seed((1...3_000).map { Record(id: .int(Int64($0 * 2))) }, into: items)
-            let seen = try await withTimeout(30, expect, "streaming while writing") {
+            let seen = try await withTimeout(60, expect, "streaming while writing") {
                 var seen: [RecordID] = []
                 for try await record in driver.stream(Query(), from: items) {
                     seen.append(record.id)

@@ -154,7 +154,9 @@ enum TransactionChecks {
                 try await driver.read { tx -> [Int] in
                 let before = [try tx.count(.all, in: users), try tx.count(.equal("n", 1), in: users), try tx.count(.all, in: posts)]
                 signal.readerStarted()
-                let committed = signal.waitForWriter(seconds: 20)
+                // A driver may also make the writer wait for open readers (DESIGN §8 lets
+                // each driver choose); then the snapshot is trivially consistent.
+                let committed = signal.waitForWriter(seconds: 1.5)
                 let after = [try tx.count(.all, in: users), try tx.count(.equal("n", 1), in: users), try tx.count(.all, in: posts),
                              try tx.get(1, from: users)?.fields["n"] == .int(1) ? 1 : 0, try tx.get(1, from: posts) != nil ? 1 : 0]
                 return before + after + [committed ? 1 : 0]
@@ -162,9 +164,8 @@ enum TransactionChecks {
             }.value
             try await writer.value
             try expect.equal(observed.count, 9, "values observed")
-            try expect.equal(observed[8], 1, "the writer committed while the read transaction was open")
             try expect.equal(Array(observed[0..<3]), [10, 10, 10], "counts when the read began")
-            try expect.equal(Array(observed[3..<8]), [10, 10, 10, 1, 1], "the same snapshot after the writer committed")
+            try expect.equal(Array(observed[3..<8]), [10, 10, 10, 1, 1], observed[8] == 1 ? "the same snapshot after the writer committed" : "the same snapshot while the writer waited")
             try expect.equal(try await driver.count(.equal("n", 2), in: users), 11, "a new read sees the commit")
             try expect.equal(try await driver.count(in: posts), 9, "a new read sees the delete")
         },

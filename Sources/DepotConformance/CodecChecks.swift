@@ -1,0 +1,183 @@
+import DepotCore
+import Foundation
+
+/// Codable models through a ``Store`` on the driver under test: every type of the mapping
+/// table (Docs/TypeMapping.md) comes back `==`, and the stored record is exactly what the
+/// codec wrote (DESIGN §3).
+enum CodecChecks {
+    enum Color: String, Codable, Sendable, Equatable { case red, green }
+    enum Level: Int, Codable, Sendable, Equatable { case low = 1, high = 9 }
+
+    struct Inner: Codable, Sendable, Equatable {
+        var label: String
+        var weights: [Double]
+        var child: [String: Int]?
+    }
+
+    /// Every Swift type of the mapping table with its edge values.
+    struct Everything: Model, Equatable {
+        static let collectionName = "everything"
+        var id: Int64
+        var flag: Bool
+        var int: Int
+        var int8: Int8
+        var int64Min: Int64
+        var int64Max: Int64
+        var uint32: UInt32
+        var uint64: UInt64
+        var negativeZero: Double
+        var greatest: Double
+        var tiniest: Double
+        var infinity: Double
+        var minusInfinity: Double
+        var float: Float
+        var nul: String
+        var emoji: String
+        var combining: String
+        var jsonLike: String
+        var empty: String
+        var emptyData: Data
+        var data: Data
+        var date: Date
+        var oldDate: Date
+        var uuid: UUID
+        var url: URL
+        var decimal: Decimal
+        var color: Color
+        var level: Level
+        var inner: Inner
+        var list: [Int]
+        var nested: [[String]]
+        var holes: [Int?]
+        var dictionary: [String: Double]
+        var optionalValues: [String: String?]
+        var tags: Set<String>
+        var missing: Int?
+        var present: String?
+        var doubleOptional: Int??
+        var schemaless: FieldValue
+    }
+
+    struct WithNaN: Model { static let collectionName = "nans"; var id: Int; var value: Double }
+    struct Note: Model, Equatable { static let collectionName = "notes"; var id: Int64?; var text: String }
+    struct Person: Model, Equatable { static let collectionName = "people"; var id: String; var city: String?; var age: Int? }
+
+    static func sample(id: Int64) -> Everything {
+        Everything(
+            id: id, flag: true, int: -42, int8: .min, int64Min: .min, int64Max: .max, uint32: .max, uint64: UInt64(Int64.max),
+            negativeZero: -0.0, greatest: .greatestFiniteMagnitude, tiniest: .leastNonzeroMagnitude, infinity: .infinity, minusInfinity: -.infinity,
+            float: 0.1, nul: "a\u{0}b", emoji: "👩‍👩‍👧‍👦🇫🇷", combining: "e\u{301}a\u{300}", jsonLike: "{}", empty: "",
+            emptyData: Data(), data: Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }),
+            date: Date(timeIntervalSinceReferenceDate: 786_000_000.000_123_4), oldDate: Date(timeIntervalSince1970: -1_234_567_890.5),
+            uuid: UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)),
+            url: URL(string: "https://example.com/a%20b/c?q=1&r=%C3%A9#frag") ?? URL(fileURLWithPath: "/"),
+            decimal: Decimal(string: "12345678901234567890.123456789") ?? 0,
+            color: .green, level: .high,
+            inner: Inner(label: "in", weights: [0.5, -0.0, 1e300], child: ["x": 1]),
+            list: [3, 1, 2], nested: [["a"], [], ["b", "c"]], holes: [1, nil, 3], dictionary: ["pi": .pi, "neg": -1],
+            optionalValues: ["some": "v", "none": nil], tags: ["x", "y"], missing: nil, present: "here", doubleOptional: .some(.some(3)),
+            schemaless: ["any": [1, "two", 3.0, .null, true]])
+    }
+
+    static let all: [ConformanceCheck] = [
+        .driver("codec.everyMappedTypeRoundTrips") { driver, expect in
+            let store = try await Store(driver: driver)
+            let repository = try await store.repository(Everything.self)
+            let model = sample(id: 1)
+            try await repository.save(model)
+            let found = try await repository.find(id: 1)
+            try expect.that(found == model, "model read back equals the model saved")
+            try expect.equal(found.map { $0.negativeZero.sign }, .minus, "-0.0 keeps its sign")
+            try expect.equal(found.map { $0.date.timeIntervalSinceReferenceDate.bitPattern }, model.date.timeIntervalSinceReferenceDate.bitPattern, "date exact to the bit")
+            let stored = try await driver.record(1, in: try Everything.collection())
+            let (_, fields) = try RecordEncoder().encodeRecord(model)
+            try expect.sameRecord(stored, Record(id: 1, fields: fields), "record stored by the driver")
+        },
+        .driver("codec.queriedAndStreamedModelsEqual") { driver, expect in
+            let store = try await Store(driver: driver)
+            let repository = try await store.repository(Everything.self)
+            let models = (1...3).map { sample(id: Int64($0)) }
+            try await repository.save(models)
+            let all = try await repository.all()
+            try expect.that(all == models, "all() gives the saved models in id order")
+            var streamed: [Everything] = []
+            for try await model in try repository.query().sort("id", descending: true).stream() { streamed.append(model) }
+            try expect.that(streamed == models.reversed(), "stream() gives the saved models, id descending")
+        },
+        .driver("codec.optionalsAtTheTopLevel") { driver, expect in
+            let store = try await Store(driver: driver)
+            let repository = try await store.repository(Everything.self)
+            var model = sample(id: 1)
+            model.present = nil
+            model.doubleOptional = .some(nil)
+            try await repository.save(model)
+            let found = try await repository.find(id: 1)
+            try expect.that(found?.present == nil, "nil optional comes back nil")
+            try expect.that(found.map { $0.doubleOptional == nil } ?? false, ".some(nil) at the top level comes back nil (null is absent)")
+            let record = try await driver.record(1, in: try Everything.collection())
+            try expect.that(record?.fields["present"] == nil || record?.fields["present"] == .null, "nil optional is not stored as a value")
+            try expect.equal(try await repository.query().filter(Field("present").isNull).count(), 1, "isNull finds the nil optional")
+        },
+        .driver("codec.untypedRecordsRoundTrip") { driver, expect in
+            let store = try await Store(driver: driver)
+            let people = try store.collection("people")
+            let record = Record(id: "ada", fields: [
+                "flag": true, "one": 1, "oneDouble": 1.0, "braces": "{}", "object": ["k": ["n": .null]], "array": [[], [:], ""],
+                "bytes": .bytes(Data([0, 255])), "negZero": -0.0, "big": .int(.max),
+            ])
+            try await people.save(record)
+            try expect.equal(try await people.get("ada"), record, "untyped record read back")
+            try expect.equal(try await people.query(), [record], "untyped record queried")
+        },
+        .driver("codec.storeRejectsNaN") { driver, expect in
+            let store = try await Store(driver: driver)
+            let people = try store.collection("people")
+            try await expect.throwsCode(.invalidValue, "a NaN field through the store") {
+                try await people.save(Record(id: 1, fields: ["x": .double(.nan)]))
+            }
+            try await expect.throwsCode(.invalidValue, "a NaN nested in an array through the store") {
+                try await people.insert(fields: ["x": [1, .double(.nan)]])
+            }
+            let repository = try await store.repository(WithNaN.self)
+            try await expect.throwsCode(.invalidValue, "a model holding NaN") { try await repository.save(WithNaN(id: 1, value: .nan)) }
+            try expect.equal(try await people.count(), 0, "nothing stored")
+            try expect.equal(try await repository.count(), 0, "no model stored")
+        },
+        .driver("codec.storeRejectsInvalidFieldNames") { driver, expect in
+            let store = try await Store(driver: driver)
+            let people = try store.collection("people")
+            for bad in ["a;b", "id", "_depot_x", "é", "a b", ""] {
+                try await expect.throwsCode(.invalidName, "field \(bad.debugDescription) through the store") {
+                    try await people.save(Record(id: 1, fields: [bad: 1]))
+                }
+            }
+            try await expect.throwsCode(.invalidName, "a hostile collection name through the store") { try store.collection("x; DROP TABLE y") }
+            try expect.equal(try await people.count(), 0, "nothing stored")
+        },
+        .driver("codec.storeDropsTopLevelNulls") { driver, expect in
+            let store = try await Store(driver: driver)
+            let people = try store.collection("people")
+            try await people.save(Record(id: 1, fields: ["a": 1, "gone": .null, "inner": ["kept": .null]]))
+            let stored = try await driver.record(1, in: try CollectionName("people"))
+            try expect.equal(stored, Record(id: 1, fields: ["a": 1, "inner": ["kept": .null]]), "record as the driver stored it")
+        },
+        .driver("codec.assignedIdsForModels", requires: .assignedIDs) { driver, expect in
+            let store = try await Store(driver: driver)
+            let notes = try await store.repository(Note.self)
+            let first = try await notes.insert(Note(id: nil, text: "a"))
+            let second = try await notes.insert(Note(id: nil, text: "b"))
+            try expect.equal(first.id, 1, "first assigned id")
+            try expect.equal(second.id, 2, "second assigned id")
+            try expect.equal(try await notes.find(id: 2), Note(id: 2, text: "b"), "found by its assigned id")
+        },
+        .driver("codec.queryByExample") { driver, expect in
+            let store = try await Store(driver: driver)
+            let people = try await store.repository(Person.self)
+            try await people.save([Person(id: "a", city: "Oslo", age: 30), Person(id: "b", city: "Oslo", age: 40), Person(id: "c", city: "Rome", age: 30)])
+            let found = try await people.find(matching: Person(id: "ignored", city: "Oslo", age: nil))
+            try expect.equal(found.map(\.id), ["a", "b"], "people in Oslo")
+            let both = try await people.find(matching: Person(id: "", city: "Oslo", age: 30))
+            try expect.equal(both.map(\.id), ["a"], "people in Oslo aged 30")
+        },
+    ]
+}
