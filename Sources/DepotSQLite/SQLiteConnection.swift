@@ -203,3 +203,6 @@ struct Statement {
         }
     }
 }
+
+/// The number of result columns of a statement.
+func columnCount(_ statement: Statement) -> Int32 { sqlite3_column_count(statement.handle) }
