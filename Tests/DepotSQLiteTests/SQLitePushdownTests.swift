@@ -13,7 +13,7 @@ import Testing
         .string("a%"), .string("a_b"), .string("%"), .string("é"), .string("\u{0}x"), .string("a\u{0}b"), .string("{}"),
         .string("[1]"), .string("1"), .string("true"), .bytes(Data()), .bytes(Data([0])), .bytes(Data([1, 2])), .bytes(Data("a".utf8)),
         .array([]), .array([.int(1)]), .array([.double(1.0)]), .array([.string("a")]), .object([:]), .object(["a": .int(1)]),
-        .object(["$b": .string("x")]), .object(["k": .array([.bytes(Data([7])), .double(-0.0), .double(.infinity)])]),
+        .object(["$bytes": .string("x")]), .object(["$object": .object(["$double": .string("x")])]), .object(["k": .array([.bytes(Data([7])), .double(-0.0), .double(.infinity)])]),
     ]
     static let fields = ["a", "b", "A", "name", "Name"]
 
