@@ -63,6 +63,12 @@ final class CollectionMeta: Sendable {
     let insertSQL: String
     /// `UPDATE "table" SET "_depot_t" = ?, columns... = ? WHERE "id" = ?`
     let updateSQL: String
+    /// `SELECT ... WHERE "id" = ?`
+    let getSQL: String
+    /// `SELECT 1 FROM "table" WHERE "id" = ?`
+    let existsSQL: String
+    /// `DELETE FROM "table" WHERE "id" = ?`
+    let deleteSQL: String
 
     init(name: CollectionName, table: String, idKind: IDKind, info: CollectionInfo) {
         self.name = name
@@ -85,6 +91,9 @@ final class CollectionMeta: Sendable {
         selectSQL = "SELECT " + quotedColumns.joined(separator: ", ") + " FROM " + quotedTable
         insertSQL = "INSERT INTO \(quotedTable)(" + quotedColumns.joined(separator: ", ") + ") VALUES ("
             + Array(repeating: "?", count: quotedColumns.count).joined(separator: ", ") + ")"
+        getSQL = selectSQL + " WHERE \"id\" = ?"
+        existsSQL = "SELECT 1 FROM \(quotedTable) WHERE \"id\" = ?"
+        deleteSQL = "DELETE FROM \(quotedTable) WHERE \"id\" = ?"
         updateSQL = "UPDATE \(quotedTable) SET " + quotedColumns.dropFirst().map { "\($0) = ?" }.joined(separator: ", ") + " WHERE \"id\" = ?"
     }
 

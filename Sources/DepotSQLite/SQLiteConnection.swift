@@ -77,25 +77,48 @@ final class SQLiteConnection {
         guard rc == SQLITE_OK else { throw lastError(rc, sql: sql) }
     }
 
-    /// A cached prepared statement for `sql`, reset and with bindings cleared.
+    /// A prepared statement for `sql`: the cached one, or a one-off statement when the cached
+    /// one is in use by an enclosing loop (a query run inside another query's row callback).
+    /// Call ``Statement/finish()`` after use.
     func statement(_ sql: String) throws -> Statement {
-        if let cached = cache[sql] { return Statement(handle: cached, connection: self, sql: sql) }
-        var handle: OpaquePointer?
-        let rc = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &handle, nil)
-        guard rc == SQLITE_OK, let handle else { throw lastError(rc, sql: sql) }
+        if let cached = cache[sql] {
+            if sqlite3_stmt_busy(cached) == 0 { return Statement(handle: cached, connection: self, sql: sql, transient: false) }
+            return Statement(handle: try prepare(sql, persistent: false), connection: self, sql: sql, transient: true)
+        }
+        let handle = try prepare(sql, persistent: true)
         if cache.count >= SQLiteConnection.cacheLimit {
-            for (_, old) in cache { sqlite3_finalize(old) }
-            cache.removeAll()
+            // Statements stepping in an enclosing loop stay; the others are finalized.
+            for (text, old) in cache where sqlite3_stmt_busy(old) == 0 {
+                sqlite3_finalize(old)
+                cache[text] = nil
+            }
         }
         cache[sql] = handle
-        return Statement(handle: handle, connection: self, sql: sql)
+        return Statement(handle: handle, connection: self, sql: sql, transient: false)
+    }
+
+    private func prepare(_ sql: String, persistent: Bool) throws -> OpaquePointer {
+        var handle: OpaquePointer?
+        let rc = sqlite3_prepare_v3(db, sql, -1, persistent ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0, &handle, nil)
+        guard rc == SQLITE_OK, let handle else {
+            if let handle { sqlite3_finalize(handle) }
+            throw lastError(rc, sql: sql)
+        }
+        return handle
+    }
+
+    /// Runs a cached statement without parameters or results (BEGIN, COMMIT, ...).
+    func executeCached(_ sql: String) throws {
+        let statement = try self.statement(sql)
+        defer { statement.finish() }
+        while try statement.step() {}
     }
 
     /// Runs a statement that returns no rows; returns the number of rows it changed.
     @discardableResult
     func run(_ sql: String, _ parameters: [SQLValue] = []) throws -> Int {
         let statement = try self.statement(sql)
-        defer { statement.reset() }
+        defer { statement.finish() }
         try statement.bind(parameters)
         while try statement.step() {}
         return Int(sqlite3_changes64(db))
@@ -104,7 +127,7 @@ final class SQLiteConnection {
     /// Runs a query, calling `row` for each result row until it returns `false`.
     func query(_ sql: String, _ parameters: [SQLValue] = [], _ row: (Statement) throws -> Bool) throws {
         let statement = try self.statement(sql)
-        defer { statement.reset() }
+        defer { statement.finish() }
         try statement.bind(parameters)
         while try statement.step() {
             if try !row(statement) { break }
@@ -129,6 +152,8 @@ struct Statement {
     let handle: OpaquePointer
     unowned let connection: SQLiteConnection
     let sql: String
+    /// A one-off statement, finalized by ``finish()`` instead of returning to the cache.
+    let transient: Bool
 
     func bind(_ parameters: [SQLValue]) throws {
         for (offset, value) in parameters.enumerated() {
@@ -170,9 +195,14 @@ struct Statement {
         throw connection.lastError(rc, sql: sql)
     }
 
-    func reset() {
-        sqlite3_reset(handle)
-        sqlite3_clear_bindings(handle)
+    /// Ends a use: resets a cached statement (and clears its bindings), finalizes a one-off.
+    func finish() {
+        if transient {
+            sqlite3_finalize(handle)
+        } else {
+            sqlite3_reset(handle)
+            sqlite3_clear_bindings(handle)
+        }
     }
 
     // MARK: Reading columns

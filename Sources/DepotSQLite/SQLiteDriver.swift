@@ -126,7 +126,7 @@ public final class SQLiteDriver: StorageDriver {
             }
         }
         try connection.execute("PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
-        try connection.execute("BEGIN IMMEDIATE")
+        try connection.executeCached("BEGIN IMMEDIATE")
         do {
             try connection.execute(SQLiteLayout.bootstrapSQL)
             guard case .int(let format) = try connection.scalar(#"SELECT value FROM "_depotsys_meta" WHERE key = 'format'"#) else {
@@ -136,9 +136,9 @@ public final class SQLiteDriver: StorageDriver {
                 throw DepotError(.schemaMismatch, "The SQLite store was written by a newer Depot (layout \(format); this one reads \(SQLiteLayout.format)).")
             }
             _ = try Catalog.load(connection, generation: try Catalog.currentGeneration(connection))
-            try connection.execute("COMMIT")
+            try connection.executeCached("COMMIT")
         } catch {
-            try? connection.execute("ROLLBACK")
+            try? connection.executeCached("ROLLBACK")
             throw error
         }
     }
@@ -162,15 +162,15 @@ public final class SQLiteDriver: StorageDriver {
 
     /// Runs a read transaction on `connection` (on its thread).
     private func runRead<T>(_ connection: SQLiteConnection, _ body: (SQLiteTransaction) throws -> T) throws -> T {
-        try connection.execute("BEGIN")
+        try connection.executeCached("BEGIN")
         do {
             let transaction = SQLiteTransaction(connection: connection, catalog: try catalog(for: connection), writable: false)
             defer { transaction.isValid = false }
             let result = try body(transaction)
-            try connection.execute("COMMIT")
+            try connection.executeCached("COMMIT")
             return result
         } catch {
-            try? connection.execute("ROLLBACK")
+            try? connection.executeCached("ROLLBACK")
             throw error
         }
     }
@@ -216,16 +216,16 @@ public final class SQLiteDriver: StorageDriver {
     public func write<T: Sendable>(_ body: @escaping @Sendable (any WriteTransaction) throws -> T) async throws -> T {
         try checkOpen()
         return try await writer.run { connection in
-            try connection.execute("BEGIN IMMEDIATE")
+            try connection.executeCached("BEGIN IMMEDIATE")
             let transaction: SQLiteTransaction
             let result: T
             do {
                 transaction = SQLiteTransaction(connection: connection, catalog: try self.catalog(for: connection), writable: true)
                 defer { transaction.isValid = false }
                 result = try body(transaction)
-                try connection.execute("COMMIT")
+                try connection.executeCached("COMMIT")
             } catch {
-                try? connection.execute("ROLLBACK")
+                try? connection.executeCached("ROLLBACK")
                 throw error
             }
             if transaction.catalogChanged {

@@ -42,7 +42,7 @@ final class SQLiteTransaction: WriteTransaction {
         try checkValid()
         guard let meta = catalog.collections[collection], id.kind == meta.idKind else { return nil }
         var found: Record?
-        try connection.query(meta.selectSQL + " WHERE \"id\" = ?", [Self.idValue(id)]) { row in
+        try connection.query(meta.getSQL, [Self.idValue(id)]) { row in
             found = try Self.decode(row, meta)
             return false
         }
@@ -55,6 +55,17 @@ final class SQLiteTransaction: WriteTransaction {
         guard let meta = catalog.collections[collection] else { return }
         var translator = SQLiteQueryTranslator(meta: meta)
         let sql = translator.select(query)
+        if writable {
+            // The results as of the call, as in every driver, even if `body` writes to the
+            // same table while we iterate.
+            var records: [Record] = []
+            try connection.query(sql, translator.parameters) { row in
+                records.append(try Self.decode(row, meta))
+                return true
+            }
+            for record in records where try !body(record) { break }
+            return
+        }
         try connection.query(sql, translator.parameters) { row in
             try body(try Self.decode(row, meta))
         }
@@ -302,7 +313,7 @@ final class SQLiteTransaction: WriteTransaction {
     func delete(_ id: RecordID, from collection: CollectionName) throws -> Bool {
         try checkWritable()
         guard let meta = catalog.collections[collection], id.kind == meta.idKind else { return false }
-        return try connection.run("DELETE FROM \(meta.quotedTable) WHERE \"id\" = ?", [Self.idValue(id)]) > 0
+        return try connection.run(meta.deleteSQL, [Self.idValue(id)]) > 0
     }
 
     func delete(matching filter: Filter, from collection: CollectionName) throws -> Int {
@@ -319,7 +330,7 @@ final class SQLiteTransaction: WriteTransaction {
     // MARK: Helpers
 
     private func exists(_ id: SQLValue, _ meta: CollectionMeta) throws -> Bool {
-        try connection.scalar("SELECT 1 FROM \(meta.quotedTable) WHERE \"id\" = ?", [id]) != nil
+        try connection.scalar(meta.existsSQL, [id]) != nil
     }
 
     /// Runs an INSERT or UPDATE, naming the unique constraint a violation broke.

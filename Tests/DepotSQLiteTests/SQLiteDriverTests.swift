@@ -36,7 +36,7 @@ func errorCode(_ body: () async throws -> Void) async -> DepotError.Code? {
         defer { connection.close() }
         var rows: [[SQLValue]] = []
         let statement = try connection.statement(sql)
-        defer { statement.reset() }
+        defer { statement.finish() }
         while try statement.step() {
             rows.append((0..<sqlite3ColumnCount(statement)).map { statement.value($0) })
         }
@@ -253,6 +253,37 @@ func errorCode(_ body: () async throws -> Void) async -> DepotError.Code? {
         }
         #expect(seen.count == 10)
         #expect(try await driver.read { tx in try tx.count(.all, in: self.users) } == 11)
+        try await driver.close()
+    }
+
+    @Test func nestedQueriesAndManyStatementShapesInsideALoop() async throws {
+        let dir = try ScratchDirectory()
+        let driver = try await SQLiteDriver(path: dir.store)
+        try await driver.write { tx in for i in 1...5 { try tx.insert(Record(id: .int(Int64(i)), fields: ["n": .int(Int64(i))]), into: self.users) } }
+        let (outer, inner) = try await driver.read { tx -> (Int, Int) in
+            var outer = 0, inner = 0
+            try tx.forEach(Query(), in: self.users) { _ in
+                outer += 1
+                // The same statement again, while the outer one is stepping.
+                inner += try tx.query(Query(), in: self.users).count
+                // More distinct statements than the cache holds.
+                for k in 0..<(outer == 1 ? 300 : 1) { _ = try tx.count(.isIn("n", Array(repeating: .int(1), count: k + 1)), in: self.users) }
+                return true
+            }
+            return (outer, inner)
+        }
+        #expect(outer == 5 && inner == 25)
+        // In a write, deleting while iterating sees the results as of the call.
+        let visited = try await driver.write { tx -> Int in
+            var visited = 0
+            try tx.forEach(Query(), in: self.users) { record in
+                visited += 1
+                _ = try tx.delete(matching: .all, from: self.users)
+                return true
+            }
+            return visited
+        }
+        #expect(visited == 5)
         try await driver.close()
     }
 
