@@ -267,7 +267,9 @@ final class SQLiteTransaction: WriteTransaction {
         let record = record.withoutNulls
         let meta = try metaForWrite(collection, kind: record.id.kind, fields: record.fields.keys)
         let id = Self.idValue(record.id)
-        if try exists(id, meta) {
+        // Integer ids are the rowid, which SQLite checks before any unique index, so its
+        // PRIMARYKEY error is the answer; string ids are checked first (one index lookup).
+        if meta.idKind == .string, try exists(id, meta) {
             throw DepotError(.alreadyExists, "A record with id \(record.id) exists.", collection: collection.rawValue, id: record.id)
         }
         try runWrite(meta.insertSQL, Self.parameters(record, meta, idFirst: true, id: id), meta, id: record.id)
@@ -346,7 +348,8 @@ final class SQLiteTransaction: WriteTransaction {
                 "Another record already has these values for unique constraint '\(constraint ?? "?")'" + (fields.map { " (\($0.joined(separator: ", ")))." } ?? "."),
                 collection: meta.name.rawValue, id: id, constraint: constraint, cause: error.cause, detail: error.detail)
         } catch let error as DepotError where error.code == .alreadyExists {
-            throw DepotError(.alreadyExists, error.message, collection: meta.name.rawValue, id: id, cause: error.cause, detail: error.detail)
+            let message = id.map { "A record with id \($0) exists." } ?? error.message
+            throw DepotError(.alreadyExists, message, collection: meta.name.rawValue, id: id, cause: error.cause, detail: error.detail)
         }
     }
 

@@ -168,6 +168,9 @@ func errorCode(_ body: () async throws -> Void) async -> DepotError.Code? {
             #expect(error.code == .uniqueViolation)
             #expect(error.constraint == "k_unique")
         }
+        // An existing id wins over a unique violation, as in every driver.
+        let both = await errorCode { try await driver.write { tx in try tx.insert(Record(id: 1, fields: ["k": 1]), into: self.users) } }
+        #expect(both == .alreadyExists)
         // Existing duplicates make a new unique constraint fail, naming it.
         do {
             try await driver.write { tx in
