@@ -22,7 +22,10 @@ import Synchronization
 /// try await driver.write { tx in try tx.insert(Record(id: 1, fields: ["n": 1]), into: users) }
 /// ```
 public final class SQLiteDriver: StorageDriver {
+    /// `"sqlite"`.
     public let backendName = "sqlite"
+    /// Everything: persistence, transactions, snapshot reads, unique constraints, assigned
+    /// ids, streaming and several processes on one file.
     public var capabilities: DriverCapabilities { .complete }
 
     /// The database path, or `:memory:`.
@@ -155,7 +158,7 @@ public final class SQLiteDriver: StorageDriver {
         if let cached = cachedCatalog.withLock({ $0 }), cached.generation == generation { return cached }
         let loaded = try Catalog.load(connection, generation: generation)
         cachedCatalog.withLock { current in
-            if current == nil || current!.generation < generation { current = loaded }
+            if (current?.generation ?? Int64.min) < generation { current = loaded }
         }
         return loaded
     }
@@ -209,10 +212,18 @@ public final class SQLiteDriver: StorageDriver {
         if !keep { reader.stop() }
     }
 
+    /// Runs `body` in a read transaction on a reader connection (its own thread): `BEGIN`,
+    /// so the whole closure sees one snapshot while writers commit.
+    /// - Throws: what `body` throws; `.closed`, `.io`, `.corrupted`, `.locked`.
     public func read<T: Sendable>(_ body: @escaping @Sendable (any ReadTransaction) throws -> T) async throws -> T {
         try await withReader { connection in try self.runRead(connection) { try body($0) } }
     }
 
+    /// Runs `body` in a write transaction on the writer connection (its own thread):
+    /// `BEGIN IMMEDIATE` … `COMMIT`, `ROLLBACK` when `body` throws. Durable per
+    /// ``durability`` when it returns.
+    /// - Throws: what `body` throws; `.closed`, `.locked` (another process kept the write
+    ///   lock past the busy timeout), `.io`, `.corrupted`.
     public func write<T: Sendable>(_ body: @escaping @Sendable (any WriteTransaction) throws -> T) async throws -> T {
         try checkOpen()
         return try await writer.run { connection in
@@ -231,13 +242,16 @@ public final class SQLiteDriver: StorageDriver {
             if transaction.catalogChanged {
                 let catalog = transaction.catalog
                 self.cachedCatalog.withLock { current in
-                    if current == nil || current!.generation < catalog.generation { current = catalog }
+                    if (current?.generation ?? Int64.min) < catalog.generation { current = catalog }
                 }
             }
             return result
         }
     }
 
+    /// Streams the results of `query`: a reader connection steps the statement on its own
+    /// thread inside one read transaction, blocked while the consumer's buffer is full.
+    /// Failures (`.closed`, `.invalidQuery`, SQLite errors) end the stream with an error.
     public func stream(_ query: Query, from collection: CollectionName) -> RecordStream {
         do {
             try checkOpen()
@@ -275,6 +289,9 @@ public final class SQLiteDriver: StorageDriver {
         }
     }
 
+    /// Runs `PRAGMA integrity_check` and checks that every collection's table exists.
+    /// - Returns: the problems found; empty when the store is sound.
+    /// - Throws: `.closed`, `.corrupted`, `.io`.
     public func integrityCheck() async throws -> [String] {
         try await withReader { connection in
             var problems: [String] = []
@@ -293,6 +310,8 @@ public final class SQLiteDriver: StorageDriver {
         }
     }
 
+    /// Finishes queued work, closes every connection and stops the driver's threads. Later
+    /// calls throw `.closed`; closing twice is harmless.
     public func close() async throws {
         let wasClosed = closed.withLock { value -> Bool in
             defer { value = true }
