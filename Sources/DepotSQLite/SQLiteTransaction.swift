@@ -158,12 +158,13 @@ final class SQLiteTransaction: WriteTransaction {
         return Record(id: id, fields: fields)
     }
 
-    /// Binds a record for `meta.insertSQL` (id first) or `meta.updateSQL` (id last).
-    static func parameters(_ record: Record, _ meta: CollectionMeta, idFirst: Bool, id: SQLValue) -> [SQLValue] {
+    /// Binds a record for `meta.insertSQL` (id first) or `meta.updateSQL` (id last);
+    /// `nil` when a field has no column yet.
+    static func parameters(_ record: Record, _ meta: CollectionMeta, idFirst: Bool, id: SQLValue) -> [SQLValue]? {
         var values = [SQLValue](repeating: .null, count: meta.fields.count + 2)
         var tags = ""
         for (field, value) in record.fields {
-            guard let index = meta.position[field] else { continue }
+            guard let index = meta.position[field] else { return nil }
             switch value {
             case .bool: tags += meta.columns[index] + ":b,"
             case .array, .object: tags += meta.columns[index] + ":j,"
@@ -272,14 +273,16 @@ final class SQLiteTransaction: WriteTransaction {
         if meta.idKind == .string, try exists(id, meta) {
             throw DepotError(.alreadyExists, "A record with id \(record.id) exists.", collection: collection.rawValue, id: record.id)
         }
-        try runWrite(meta.insertSQL, Self.parameters(record, meta, idFirst: true, id: id), meta, id: record.id)
+        let (current, values) = try bound(record, meta, idFirst: true, id: id)
+        try runWrite(current.insertSQL, values, current, id: record.id)
     }
 
     func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID {
         let record = Record(id: .int(0), fields: fields).withoutNulls
         let meta = try metaForWrite(collection, kind: .int, fields: record.fields.keys)
         do {
-            try runWrite(meta.insertSQL, Self.parameters(record, meta, idFirst: true, id: .null), meta, id: nil)
+            let (current, values) = try bound(record, meta, idFirst: true, id: .null)
+            try runWrite(current.insertSQL, values, current, id: nil)
         } catch let error as DepotError where error.code == .io && (error.cause as? SQLiteResult)?.primaryCode == SQLITE_FULL {
             throw DepotError(.invalidValue, "No integer ids are left in '\(collection)'.", collection: collection.rawValue, cause: error.cause)
         }
@@ -297,7 +300,8 @@ final class SQLiteTransaction: WriteTransaction {
         guard try exists(id, meta) else {
             throw DepotError(.notFound, "No record with id \(record.id).", collection: collection.rawValue, id: record.id)
         }
-        try runWrite(meta.updateSQL, Self.parameters(record, meta, idFirst: false, id: id), meta, id: record.id)
+        let (current, values) = try bound(record, meta, idFirst: false, id: id)
+        try runWrite(current.updateSQL, values, current, id: record.id)
     }
 
     func save(_ record: Record, into collection: CollectionName) throws -> WriteOutcome {
@@ -305,10 +309,12 @@ final class SQLiteTransaction: WriteTransaction {
         let meta = try metaForWrite(collection, kind: record.id.kind, fields: record.fields.keys)
         let id = Self.idValue(record.id)
         if try exists(id, meta) {
-            try runWrite(meta.updateSQL, Self.parameters(record, meta, idFirst: false, id: id), meta, id: record.id)
+            let (current, values) = try bound(record, meta, idFirst: false, id: id)
+            try runWrite(current.updateSQL, values, current, id: record.id)
             return .updated
         }
-        try runWrite(meta.insertSQL, Self.parameters(record, meta, idFirst: true, id: id), meta, id: record.id)
+        let (current, values) = try bound(record, meta, idFirst: true, id: id)
+        try runWrite(current.insertSQL, values, current, id: record.id)
         return .inserted
     }
 
@@ -363,7 +369,7 @@ final class SQLiteTransaction: WriteTransaction {
                 throw DepotError(.invalidValue, "Collection '\(name)' uses \(existing.idKind) ids; got a \(kind) id.", collection: name.rawValue)
             }
             meta = existing
-            if fields.allSatisfy({ existing.position[$0] != nil }) { return existing }
+            return existing
         } else {
             for field in fields { try FieldName.validate(field, collection: name.rawValue) }
             meta = try createCollection(name, kind: kind)
@@ -371,6 +377,17 @@ final class SQLiteTransaction: WriteTransaction {
         meta = try ensureColumns(Set(fields), meta)
         try save(meta)
         return meta
+    }
+
+    /// The parameters for writing `record`, adding columns first for fields that have none.
+    private func bound(_ record: Record, _ meta: CollectionMeta, idFirst: Bool, id: SQLValue) throws -> (CollectionMeta, [SQLValue]) {
+        if let values = Self.parameters(record, meta, idFirst: idFirst, id: id) { return (meta, values) }
+        let extended = try ensureColumns(Set(record.fields.keys), meta)
+        try save(extended)
+        guard let values = Self.parameters(record, extended, idFirst: idFirst, id: id) else {
+            throw DepotError(.internal, "A column is missing after it was added.", collection: meta.name.rawValue)
+        }
+        return (extended, values)
     }
 
     /// Creates the table for a new collection (not yet saved in the catalog).
