@@ -93,6 +93,7 @@ struct JSONValueReader {
             switch peek() {
             case 0x2C: position += 1
             case 0x7D: position += 1; return
+            case nil: throw syntax("the text ends before an object is closed")
             default: throw syntax("expected ',' or '}'")
             }
         }
@@ -108,6 +109,7 @@ struct JSONValueReader {
             switch peek() {
             case 0x2C: position += 1
             case 0x5D: position += 1; return
+            case nil: throw syntax("the text ends before an array is closed")
             default: throw syntax("expected ',' or ']'")
             }
         }
@@ -155,37 +157,54 @@ struct JSONValueReader {
 
     /// An object or a tagged value.
     ///
-    /// The value of a `$object` key is first read as a plain object (its own one-key tag,
-    /// if any, left alone): that is what it is when `$object` is the only key. When the
-    /// object has other keys too, `$object` is an ordinary member and its value is read
-    /// again as an ordinary value (rare, so the second pass costs nothing in practice).
+    /// `{"$object": {...}}` with `$object` as its only key is an escaped object: the object
+    /// inside is taken as it is (its own one-key tag, if any, is not interpreted), and the
+    /// wrapper is not a level of nesting. Whether `$object` is the only key is found by
+    /// skipping its value first (only objects whose first key is `$object` pay for that).
     private mutating func readObjectValue(depth: Int) throws -> FieldValue {
         let start = position
         var members: [String: FieldValue] = [:]
-        var escapedValueStart: Int?
+        var escaped: [String: FieldValue]?
         try readObject { reader, key, _ in
-            if key == "$object", reader.peek() == 0x7B {
-                escapedValueStart = reader.position
-                // The wrapper is not a level of its own: the object inside sits at `depth`.
+            if key == "$object", members.isEmpty, reader.peek() == 0x7B, reader.isOnlyMember() {
                 var inner: [String: FieldValue] = [:]
                 try reader.readObject { r, k, _ in inner[k] = try r.readValue(depth: depth + 1) }
-                members[key] = .object(inner)
+                escaped = inner
+                members[key] = .null
             } else {
                 members[key] = try reader.readValue(depth: depth + 1)
             }
         }
-        if let valueStart = escapedValueStart {
-            if members.count == 1, let value = members["$object"] { return value }
-            let end = position
-            position = valueStart
-            members["$object"] = try readValue(depth: depth + 1)
-            position = end
-            return .object(members)
-        }
+        if let escaped { return .object(escaped) }
         if members.count == 1, let (key, value) = members.first, JSONValueWriter.tags.contains(key) {
             return try decodeTag(key, value, at: start)
         }
         return .object(members)
+    }
+
+    /// `true` when the value at the current position is followed by the closing `}`.
+    /// Does not move the position; does not validate (the value is read properly after).
+    private mutating func isOnlyMember() -> Bool {
+        let saved = position
+        defer { position = saved }
+        var level = 0
+        while position < input.count {
+            let b = input[position]
+            position += 1
+            switch b {
+            case 0x22:
+                while position < input.count, input[position] != 0x22 {
+                    position += input[position] == 0x5C ? 2 : 1
+                }
+                position += 1
+            case 0x7B, 0x5B: level += 1
+            case 0x7D, 0x5D:
+                level -= 1
+                if level == 0 { return peek() == 0x7D }
+            default: break
+            }
+        }
+        return false
     }
 
     /// Turns a one-key tag object into its value.
