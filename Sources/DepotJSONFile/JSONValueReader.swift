@@ -5,7 +5,8 @@ import Foundation
 ///
 /// - A number without `.` or exponent is an int (it must fit in 64 bits); one with either
 ///   is a double (it must be finite).
-/// - One-key objects `{"$bytes":"BASE64"}`, `{"$double":"inf"|"-inf"}` and
+/// - One-key objects `{"$bytes":"BASE64"}`, `{"$double":"Infinity"|"-Infinity"}` (also
+///   `"inf"`/`"-inf"`) and
 ///   `{"$object":{...}}` are tagged values; every other object is an object.
 /// - Strings must be valid UTF-8 without raw control characters; `\u` escapes, surrogate
 ///   pairs included, are decoded; a lone surrogate is an error.
@@ -217,9 +218,9 @@ struct JSONValueReader {
             return .bytes(data)
         case "$double":
             switch value {
-            case .string("inf"): return .double(.infinity)
-            case .string("-inf"): return .double(-.infinity)
-            default: throw failure(.decoding, "a {\"$double\": ...} value must be \"inf\" or \"-inf\" (NaN is not stored)", at: offset)
+            case .string("Infinity"), .string("inf"): return .double(.infinity)
+            case .string("-Infinity"), .string("-inf"): return .double(-.infinity)
+            default: throw failure(.decoding, "a {\"$double\": ...} value must be \"Infinity\" or \"-Infinity\" (NaN is not stored)", at: offset)
             }
         default:
             throw failure(.decoding, "a {\"$object\": ...} value must hold an object", at: offset)

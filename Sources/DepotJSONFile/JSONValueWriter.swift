@@ -5,7 +5,7 @@ import Foundation
 ///
 /// - ints as plain integers (`42`), doubles always with a `.` or an exponent (`1.0`,
 ///   `-0.0`, `1e-05`) in the shortest form that reads back to the same bits;
-/// - infinities as `{"$double":"inf"}` / `{"$double":"-inf"}`, bytes as `{"$bytes":"BASE64"}`;
+/// - infinities as `{"$double":"Infinity"}` / `{"$double":"-Infinity"}` (as DepotCore's `JSONText`), bytes as `{"$bytes":"BASE64"}`;
 /// - a user object whose only key is one of the tags (`$bytes`, `$double`, `$object`) as
 ///   `{"$object":{...}}`, so it cannot be mistaken for a tagged value;
 /// - object keys sorted by their UTF-8 bytes, strings as UTF-8 with `"`, `\` and control
@@ -90,7 +90,7 @@ struct JSONValueWriter {
             byte(0x7B)
             string("$double")
             colon()
-            string(value < 0 ? "-inf" : "inf")
+            string(value < 0 ? "-Infinity" : "Infinity")
             byte(0x7D)
             return
         }

@@ -23,7 +23,7 @@ import Testing
         "tagBytes": .object(["$bytes": .string("not base64 !")]),
         "tagDouble": .object(["$double": .int(1)]),
         "tagObject": .object(["$object": .object(["$bytes": .string("x")])]),
-        "tagObjectNested": .object(["$object": .object(["$object": .object(["$double": .string("inf")])])]),
+        "tagObjectNested": .object(["$object": .object(["$object": .object(["$double": .string("Infinity")])])]),
         "tagAmongOthers": .object(["$object": .object(["$bytes": .string("??")]), "b": .int(2)]),
         "tagAmongOthers2": .object(["$bytes": .bytes(Data([9])), "$double": .double(.infinity)]),
         "dollarKey": .object(["$other": .int(1)]),
@@ -127,11 +127,29 @@ import Testing
         #expect(text(.double(-0.0)) == "-0.0")
         #expect(text(.double(1e-5)) == "1e-05")
         #expect(text(.int(-9_223_372_036_854_775_808)) == "-9223372036854775808")
-        #expect(text(.double(.infinity)) == #"{"$double":"inf"}"#)
-        #expect(text(.double(-.infinity)) == #"{"$double":"-inf"}"#)
+        #expect(text(.double(.infinity)) == #"{"$double":"Infinity"}"#)
+        #expect(text(.double(-.infinity)) == #"{"$double":"-Infinity"}"#)
         #expect(text(.bytes(Data([0xFF, 0]))) == #"{"$bytes":"/wA="}"#)
         #expect(text(.object(["$bytes": "x"])) == #"{"$object":{"$bytes":"x"}}"#)
         #expect(text(.object(["$bytes": "x", "y": 1])) == #"{"$bytes":"x","y":1}"#)
         #expect(text(.string("a\u{0}\u{1F}\"\\é")) == #""a\u0000\u001f\"\\é""#)
+    }
+}
+
+/// The file's representations are those of DepotCore's `JSONText`, so a value copied between
+/// a store file, JSON Lines and HTTP bodies means the same everywhere.
+@Suite struct JSONTextAgreementTests {
+    @Test func bothReadEachOthersOutput() throws {
+        for (name, value) in JSONValueRoundTripTests.awkwardValues {
+            var w = JSONValueWriter(pretty: false)
+            w.value(value, level: 0)
+            #expect(try JSONText.parse(w.bytes) == value, "JSONText reads the driver's \(name)")
+            let theirs = Array(JSONText.serialize(value).utf8)
+            let ours = try theirs.withUnsafeBufferPointer { buffer in
+                var reader = JSONValueReader(buffer)
+                return try reader.readValue(depth: 0)
+            }
+            #expect(ours == value, "the driver reads JSONText's \(name)")
+        }
     }
 }
