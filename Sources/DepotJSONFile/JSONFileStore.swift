@@ -271,6 +271,12 @@ final class JSONFileStore: @unchecked Sendable {
         if isClosed { throw DepotError(.closed, "The JSON store \(path) is closed.") }
     }
 
+    deinit {
+        // A driver dropped without `close()`: release the descriptors (nothing else can
+        // reach this object any more).
+        close()
+    }
+
     func close() {
         guard !isClosed else { return }
         isClosed = true
