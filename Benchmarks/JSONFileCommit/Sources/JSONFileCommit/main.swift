@@ -27,6 +27,8 @@ func foundationObject(_ value: FieldValue) -> Any {
     }
 }
 
+func atomicWrite(_ bytes: [UInt8], dir: String) { atomicWrite(Data(bytes), dir: dir) }
+
 func atomicWrite(_ data: Data, dir: String) {
     let temp = dir + "/.floor.json.tmp", path = dir + "/floor.json"
     let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
@@ -48,7 +50,8 @@ func ms(_ d: Duration) -> String { String(format: "%.2f ms", Double(d.components
 let users = try CollectionName("users")
 let pretty = CommandLine.arguments.contains("--compact") ? false : true
 print("durability=full pretty=\(pretty), release build, median of repeated commits")
-print("records | driver commit | floor (JSONSerialization + atomic write) | ratio | file size | 100-record batch per record")
+print("records | driver commit | floor A: JSONSerialization + write | ratio A | floor B: JSONText + write | ratio B | write alone | file size | 100-record batch, per record")
+func seconds(_ d: Duration) -> Double { Double(d.components.attoseconds) / 1e18 + Double(d.components.seconds) }
 for count in [1_000, 10_000, 100_000] {
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("depot-bench-\(UUID().uuidString)").path
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -81,7 +84,7 @@ for count in [1_000, 10_000, 100_000] {
         return object
     }
     var floorTimes: [Duration] = []
-    for k in 0..<repeats {
+    for k in 0..<(count >= 100_000 ? 3 : 5) {
         let id = count + 1 + k
         let start = ContinuousClock.now
         var object = record(id).mapValues(foundationObject)
@@ -92,7 +95,25 @@ for count in [1_000, 10_000, 100_000] {
         atomicWrite(data, dir: dir)
         floorTimes.append(ContinuousClock.now - start)
     }
-    let d = median(driverTimes), f = median(floorTimes)
-    let ratio = (Double(d.components.attoseconds) / 1e18 + Double(d.components.seconds)) / (Double(f.components.attoseconds) / 1e18 + Double(f.components.seconds))
-    print("\(count) | \(ms(d)) | \(ms(f)) | \(String(format: "%.2f", ratio))x | \(size / 1024) KiB | \(ms(batch))")
+    // Floor B: DepotCore's own JSON writer over the same records, the same write.
+    var values: [FieldValue] = (1...count).map { i in var o = record(i); o["id"] = .int(Int64(i)); return .object(o) }
+    var textTimes: [Duration] = []
+    var writeTimes: [Duration] = []
+    for k in 0..<repeats {
+        let id = count + 1 + k
+        let start = ContinuousClock.now
+        var o = record(id)
+        o["id"] = .int(Int64(id))
+        values.append(.object(o))
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(size + 4096)
+        JSONText.write(.object(["_depot": ["format": 1], "users": .array(values)]), into: &bytes, pretty: pretty)
+        let mid = ContinuousClock.now
+        atomicWrite(bytes, dir: dir)
+        let end = ContinuousClock.now
+        textTimes.append(end - start)
+        writeTimes.append(end - mid)
+    }
+    let d = median(driverTimes), f = median(floorTimes), t = median(textTimes), w = median(writeTimes)
+    print("\(count) | \(ms(d)) | \(ms(f)) | \(String(format: "%.2f", seconds(d) / seconds(f)))x | \(ms(t)) | \(String(format: "%.2f", seconds(d) / seconds(t)))x | \(ms(w)) | \(size / 1024) KiB | \(ms(batch))")
 }
