@@ -36,7 +36,7 @@ let package = Package(
         ),
         // --- branch json: the JSON-file driver ---
         .target(name: "DepotJSONFile", dependencies: ["DepotCore"], swiftSettings: settings),
-        .testTarget(name: "DepotJSONFileTests", dependencies: ["DepotJSONFile", "DepotConformance"], swiftSettings: settings),
+        .testTarget(name: "DepotJSONFileTests", dependencies: ["DepotJSONFile", "DepotConformance", "DepotMemory"], swiftSettings: settings),
         // --- end branch json ---
         // Commits transactions until killed; the crash tests of every driver run it.
         .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot"], swiftSettings: settings),

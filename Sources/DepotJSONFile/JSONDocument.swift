@@ -25,9 +25,25 @@ enum JSONDocument {
 
     // MARK: Encoding
 
+    /// The serialized records of a state, by collection and id, so a commit re-serializes
+    /// only the records it touched. Valid only for the state (and `pretty` setting) it was
+    /// made with.
+    typealias RecordBytes = [CollectionName: [RecordID: [UInt8]]]
+
     /// The whole file for `state`.
     static func encode(_ state: JSONStoreState, pretty: Bool, capacity: Int = 1 << 16) -> [UInt8] {
+        encode(state, pretty: pretty, capacity: capacity, reusing: [:], touched: [:], replaced: []).bytes
+    }
+
+    /// The whole file for `state`, reusing the bytes in `cache` (made for the state before
+    /// a transaction) for every record not in `touched` and every collection not in
+    /// `replaced`; returns the file and the cache for `state`.
+    static func encode(
+        _ state: JSONStoreState, pretty: Bool, capacity: Int, reusing cache: RecordBytes,
+        touched: [CollectionName: Set<RecordID>], replaced: Set<CollectionName>
+    ) -> (bytes: [UInt8], cache: RecordBytes) {
         var w = JSONValueWriter(pretty: pretty, capacity: capacity)
+        var newCache: RecordBytes = [:]
         w.byte(0x7B)
         lineBreak(&w, level: 1)
         w.string(metadataKey)
@@ -43,21 +59,31 @@ enum JSONDocument {
                 w.raw("[]")
                 continue
             }
+            var known = replaced.contains(name) ? [:] : (cache[name] ?? [:])
+            let dirty = touched[name] ?? []
+            for id in dirty where collection.records[id] == nil { known[id] = nil }
             w.byte(0x5B)
             var first = true
             for id in collection.records.keys.sorted() {
                 if !first { w.byte(0x2C) }
                 first = false
                 lineBreak(&w, level: 2)
-                record(&w, id: id, fields: collection.records[id] ?? [:], level: 2)
+                if !dirty.contains(id), let bytes = known[id] {
+                    w.bytes.append(contentsOf: bytes)
+                } else {
+                    let start = w.bytes.count
+                    record(&w, id: id, fields: collection.records[id] ?? [:], level: 2)
+                    known[id] = Array(w.bytes[start...])
+                }
             }
+            newCache[name] = known
             lineBreak(&w, level: 1)
             w.byte(0x5D)
         }
         lineBreak(&w, level: 0)
         w.byte(0x7D)
         w.byte(0x0A)
-        return w.bytes
+        return (w.bytes, newCache)
     }
 
     /// A line break, indented when pretty: the top two levels always break, so each record

@@ -36,6 +36,9 @@ final class JSONFileStore: @unchecked Sendable {
     private(set) var isClosed = false
     /// The size of the last file written, to size the next buffer.
     private var lastSize = 1 << 16
+    /// The serialized records of `committed`, reused by the next commit for every record
+    /// it does not touch. Emptied whenever `committed` is loaded from the file.
+    private var recordBytes: JSONDocument.RecordBytes = [:]
 
     init(path: String, configuration: JSONFileDriver.Configuration, fileSystem: any JSONFileSystem) {
         self.path = path
@@ -75,6 +78,7 @@ final class JSONFileStore: @unchecked Sendable {
         guard let fd else {
             unpin()
             committed = JSONStoreState()
+            recordBytes = [:]
             known = .missing
             return
         }
@@ -95,6 +99,7 @@ final class JSONFileStore: @unchecked Sendable {
         }
         pin(fd)
         do {
+            recordBytes = [:]
             committed = try JSONDocument.decode(bytes)
             known = .loaded(identity)
             lastSize = bytes.count
@@ -104,6 +109,7 @@ final class JSONFileStore: @unchecked Sendable {
             shown.message = "The store file \(path) cannot be read, so it will not be written: " + depotError.message
             known = .unreadable(identity, shown)
             committed = JSONStoreState()
+            recordBytes = [:]
             throw shown
         }
     }
@@ -138,7 +144,7 @@ final class JSONFileStore: @unchecked Sendable {
             defer { transaction.isValid = false }
             result = try body(transaction)
         }
-        if transaction.changed { try commit(transaction.state) }
+        if transaction.changed { try commit(transaction.state, touched: transaction.touched, replaced: transaction.replaced) }
         return result
     }
 
@@ -158,8 +164,10 @@ final class JSONFileStore: @unchecked Sendable {
     /// rename over the store, fsync of the directory (the fsyncs only with durability
     /// `full`). `committed` changes only when that succeeded.
     /// - Throws: `.io`; the previous file is then left as it was (see `restore`).
-    private func commit(_ state: JSONStoreState) throws {
-        let bytes = JSONDocument.encode(state, pretty: configuration.pretty, capacity: lastSize + lastSize / 8 + 4096)
+    private func commit(_ state: JSONStoreState, touched: [CollectionName: Set<RecordID>], replaced: Set<CollectionName>) throws {
+        let (bytes, newRecordBytes) = JSONDocument.encode(
+            state, pretty: configuration.pretty, capacity: lastSize + lastSize / 8 + 4096,
+            reusing: recordBytes, touched: touched, replaced: replaced)
         let fd: Int32
         do {
             fd = try writeTemporary(bytes)
@@ -188,6 +196,7 @@ final class JSONFileStore: @unchecked Sendable {
             }
         }
         committed = state
+        recordBytes = newRecordBytes
         lastSize = bytes.count
         pin(fd)
         if let identity = try? fs.identity(of: fd) { known = .loaded(identity) } else { known = .unknown }
@@ -213,7 +222,8 @@ final class JSONFileStore: @unchecked Sendable {
     /// atomic way. Returns `false` when that failed too; the file's content is then
     /// unknown and the next use reloads whatever is there.
     private func restore() -> Bool {
-        let bytes = JSONDocument.encode(committed, pretty: configuration.pretty, capacity: lastSize + 4096)
+        let bytes = JSONDocument.encode(
+            committed, pretty: configuration.pretty, capacity: lastSize + 4096, reusing: recordBytes, touched: [:], replaced: []).bytes
         do {
             let fd = try writeTemporary(bytes)
             do { try fs.rename(temporaryPath, path) } catch {

@@ -9,6 +9,11 @@ final class JSONFileTransaction: WriteTransaction {
     /// Set by every write that may have changed the state; a write transaction that
     /// changed nothing does not rewrite the file.
     private(set) var changed = false
+    /// Records that may have changed (written or deleted), by collection: the commit
+    /// serializes these again and reuses the bytes of every other record.
+    private(set) var touched: [CollectionName: Set<RecordID>] = [:]
+    /// Collections dropped (and perhaps created again): nothing of theirs is reused.
+    private(set) var replaced: Set<CollectionName> = []
 
     init(state: JSONStoreState, writable: Bool) {
         self.state = state
@@ -82,7 +87,10 @@ final class JSONFileTransaction: WriteTransaction {
     func dropCollection(_ collection: CollectionName) throws -> Bool {
         try checkWritable()
         let dropped = state.collections.removeValue(forKey: collection) != nil
-        if dropped { changed = true }
+        if dropped {
+            changed = true
+            replaced.insert(collection)
+        }
         return dropped
     }
 
@@ -119,6 +127,7 @@ final class JSONFileTransaction: WriteTransaction {
 
     func insert(_ record: Record, into collection: CollectionName) throws {
         let record = record.withoutNulls
+        touched[collection, default: []].insert(record.id)
         try modify(collection, kind: record.id.kind) { target in
             guard target.records[record.id] == nil else {
                 throw DepotError(.alreadyExists, "A record with id \(record.id) exists.", collection: collection.rawValue, id: record.id)
@@ -134,6 +143,7 @@ final class JSONFileTransaction: WriteTransaction {
             let base = max(target.lastAssignedID, 0)
             guard base < Int64.max else { throw DepotError(.invalidValue, "No integer ids are left in '\(collection)'.", collection: collection.rawValue) }
             let record = Record(id: .int(base + 1), fields: fields).withoutNulls
+            touched[collection, default: []].insert(record.id)
             try target.checkUnique(record)
             target.put(record)
             return record.id
@@ -142,6 +152,7 @@ final class JSONFileTransaction: WriteTransaction {
 
     func update(_ record: Record, in collection: CollectionName) throws {
         let record = record.withoutNulls
+        touched[collection, default: []].insert(record.id)
         try modify(collection, kind: record.id.kind) { target in
             guard target.records[record.id] != nil else {
                 throw DepotError(.notFound, "No record with id \(record.id).", collection: collection.rawValue, id: record.id)
@@ -153,6 +164,7 @@ final class JSONFileTransaction: WriteTransaction {
 
     func save(_ record: Record, into collection: CollectionName) throws -> WriteOutcome {
         let record = record.withoutNulls
+        touched[collection, default: []].insert(record.id)
         return try modify(collection, kind: record.id.kind) { target in
             let outcome: WriteOutcome = target.records[record.id] == nil ? .inserted : .updated
             try target.checkUnique(record)
@@ -164,6 +176,7 @@ final class JSONFileTransaction: WriteTransaction {
     func delete(_ id: RecordID, from collection: CollectionName) throws -> Bool {
         try checkWritable()
         guard state.collections[collection]?.records[id] != nil else { return false }
+        touched[collection, default: []].insert(id)
         return try modify(collection, kind: id.kind) { $0.remove(id) }
     }
 
