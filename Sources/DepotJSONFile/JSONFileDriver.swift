@@ -24,7 +24,9 @@ import Foundation
 ///   change times) is checked; a file changed by a person or another program is reloaded.
 /// - A file that cannot be parsed is never written over: reads and writes throw its
 ///   `.corrupted` or `.decoding` error until the file is fixed.
-/// - All blocking work runs on the driver's own thread, never on the cooperative pool.
+/// - All blocking work (file I/O, fsync, waiting for the lock) and every write closure runs on
+///   the driver's own thread, never on the cooperative pool. A read closure runs on the
+///   caller's executor over an in-memory snapshot, so readers never wait for a writer.
 public final class JSONFileDriver: StorageDriver {
     public let backendName = "json"
     public var capabilities: DriverCapabilities { .complete }
@@ -129,9 +131,15 @@ public final class JSONFileDriver: StorageDriver {
         return configuration
     }
 
+    /// Checks the file for changes (on the driver's thread, reloading if needed), then runs
+    /// `body` over that snapshot on the caller's executor: the snapshot is an immutable value
+    /// in memory, so the closure does no I/O, and a writer can commit while it runs.
     public func read<T: Sendable>(_ body: @escaping @Sendable (any ReadTransaction) throws -> T) async throws -> T {
         let store = self.store
-        return try await thread.run { try store.read(body) }
+        let snapshot = try await thread.run { try store.snapshot() }
+        let transaction = JSONFileTransaction(state: snapshot, writable: false)
+        defer { transaction.isValid = false }
+        return try body(transaction)
     }
 
     public func write<T: Sendable>(_ body: @escaping @Sendable (any WriteTransaction) throws -> T) async throws -> T {

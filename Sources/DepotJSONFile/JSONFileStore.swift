@@ -126,11 +126,11 @@ final class JSONFileStore: @unchecked Sendable {
 
     // MARK: Transactions
 
-    func read<T>(_ body: (any ReadTransaction) throws -> T) throws -> T {
+    /// The committed state after checking the file for changes: a read transaction's
+    /// snapshot (a value; later commits do not change it).
+    func snapshot() throws -> JSONStoreState {
         try refresh()
-        let transaction = JSONFileTransaction(state: committed, writable: false)
-        defer { transaction.isValid = false }
-        return try body(transaction)
+        return committed
     }
 
     func write<T>(_ body: (any WriteTransaction) throws -> T) throws -> T {

@@ -84,7 +84,7 @@ for count in [1_000, 10_000, 100_000] {
         return object
     }
     var floorTimes: [Duration] = []
-    for k in 0..<(count >= 100_000 ? 3 : 5) {
+    for k in 0..<(count >= 100_000 ? 1 : 3) {
         let id = count + 1 + k
         let start = ContinuousClock.now
         var object = record(id).mapValues(foundationObject)
