@@ -82,9 +82,9 @@ public final class FaultInjectingFileSystem: JSONFileSystem {
         return try base.openForReading(path)
     }
 
-    public func openForWriting(_ path: String) throws -> Int32 {
+    public func openForWriting(_ path: String, permissions: UInt32?) throws -> Int32 {
         if tick("openForWriting") { throw FileSystemError(operation: "open", path: path, errno: EACCES) }
-        return try base.openForWriting(path)
+        return try base.openForWriting(path, permissions: permissions)
     }
 
     public func readAll(_ fd: Int32, limit: Int) throws -> [UInt8] {

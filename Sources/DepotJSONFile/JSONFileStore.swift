@@ -204,7 +204,7 @@ final class JSONFileStore: @unchecked Sendable {
 
     /// Creates the temporary file with `bytes`, synced when durability is full; returns it open.
     private func writeTemporary(_ bytes: [UInt8]) throws -> Int32 {
-        let fd = try fs.openForWriting(temporaryPath)
+        let fd = try fs.openForWriting(temporaryPath, permissions: currentPermissions)
         do {
             try fs.write(fd, bytes)
             if configuration.durability == .full { try fs.fsync(fd) }
@@ -239,6 +239,14 @@ final class JSONFileStore: @unchecked Sendable {
         } catch {
             known = .unknown
             return false
+        }
+    }
+
+    /// The permission bits of the file last loaded or written, kept by every commit.
+    private var currentPermissions: UInt32? {
+        switch known {
+        case .loaded(let identity), .unreadable(let identity, _): identity.permissions
+        case .unknown, .missing: nil
         }
     }
 

@@ -15,9 +15,11 @@ public protocol JSONFileSystem: Sendable {
     /// - Throws: ``FileSystemError`` for anything but "does not exist".
     func openForReading(_ path: String) throws -> Int32?
 
-    /// Creates (or truncates) a file for writing with mode 0644.
+    /// Creates (or truncates) a file for writing, before any byte is written giving it
+    /// exactly `permissions` (the store file's, so a private store stays private), or
+    /// 0644 less the umask when `nil` (a new store).
     /// - Throws: ``FileSystemError`` (EACCES, ENOSPC, EROFS...).
-    func openForWriting(_ path: String) throws -> Int32
+    func openForWriting(_ path: String, permissions: UInt32?) throws -> Int32
 
     /// Reads the whole remaining content of `fd`, failing when it exceeds `limit` bytes.
     /// - Throws: ``FileSystemError``; `EFBIG` when the file is larger than `limit`.
@@ -79,9 +81,11 @@ public struct FileIdentity: Hashable, Sendable {
     public var modificationNanoseconds: Int64
     public var changeSeconds: Int64
     public var changeNanoseconds: Int64
+    /// The permission bits (`st_mode & 0o7777`).
+    public var permissions: UInt32
 
     /// Makes an identity from its parts.
-    public init(device: UInt64, inode: UInt64, size: Int64, modificationSeconds: Int64, modificationNanoseconds: Int64, changeSeconds: Int64, changeNanoseconds: Int64) {
+    public init(device: UInt64, inode: UInt64, size: Int64, modificationSeconds: Int64, modificationNanoseconds: Int64, changeSeconds: Int64, changeNanoseconds: Int64, permissions: UInt32) {
         self.device = device
         self.inode = inode
         self.size = size
@@ -89,6 +93,7 @@ public struct FileIdentity: Hashable, Sendable {
         self.modificationNanoseconds = modificationNanoseconds
         self.changeSeconds = changeSeconds
         self.changeNanoseconds = changeNanoseconds
+        self.permissions = permissions
     }
 }
 

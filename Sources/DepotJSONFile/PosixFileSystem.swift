@@ -22,13 +22,20 @@ public struct PosixFileSystem: JSONFileSystem {
         }
     }
 
-    public func openForWriting(_ path: String) throws -> Int32 {
+    public func openForWriting(_ path: String, permissions: UInt32?) throws -> Int32 {
         while true {
-            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-            if fd >= 0 { return fd }
-            let code = errno
-            if code == EINTR { continue }
-            throw FileSystemError(operation: "open", path: path, errno: code)
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, permissions.map { mode_t($0 & 0o600) } ?? 0o644)
+            if fd < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                throw FileSystemError(operation: "open", path: path, errno: code)
+            }
+            if let permissions, fchmod(fd, mode_t(permissions & 0o7777)) != 0 {
+                let code = errno
+                _ = Glibc.close(fd)
+                throw FileSystemError(operation: "fchmod", path: path, errno: code)
+            }
+            return fd
         }
     }
 
@@ -140,6 +147,7 @@ extension FileIdentity {
         self.init(
             device: UInt64(st.st_dev), inode: UInt64(st.st_ino), size: Int64(st.st_size),
             modificationSeconds: Int64(st.st_mtim.tv_sec), modificationNanoseconds: Int64(st.st_mtim.tv_nsec),
-            changeSeconds: Int64(st.st_ctim.tv_sec), changeNanoseconds: Int64(st.st_ctim.tv_nsec))
+            changeSeconds: Int64(st.st_ctim.tv_sec), changeNanoseconds: Int64(st.st_ctim.tv_nsec),
+            permissions: UInt32(st.st_mode) & 0o7777)
     }
 }

@@ -218,3 +218,20 @@ import Glibc
         #expect(failed)
     }
 }
+
+/// A commit replaces the file with a new one: it must keep the old one's permissions.
+@Suite struct JSONFilePermissionTests {
+    @Test func aPrivateStoreStaysPrivate() async throws {
+        let dir = TestDirectory()
+        try dir.write(#"{"users":[]}"#)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: dir.store)
+        let driver = try await JSONFileDriver(path: dir.store)
+        try await driver.write { tx in try tx.insert(Record(id: 1, fields: [:]), into: try CollectionName("users")) }
+        #expect(try FileManager.default.attributesOfItem(atPath: dir.store)[.posixPermissions] as? Int == 0o600)
+        // A permission change by the owner is kept too.
+        try FileManager.default.setAttributes([.posixPermissions: 0o640], ofItemAtPath: dir.store)
+        try await driver.write { tx in try tx.insert(Record(id: 2, fields: [:]), into: try CollectionName("users")) }
+        #expect(try FileManager.default.attributesOfItem(atPath: dir.store)[.posixPermissions] as? Int == 0o640)
+        try await driver.close()
+    }
+}

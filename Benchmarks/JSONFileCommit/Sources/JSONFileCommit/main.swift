@@ -52,7 +52,10 @@ let pretty = CommandLine.arguments.contains("--compact") ? false : true
 print("durability=full pretty=\(pretty), release build, median of repeated commits")
 print("records | driver commit | floor A: JSONSerialization + write | ratio A | floor B: JSONText + write | ratio B | write alone | file size | 100-record batch, per record")
 func seconds(_ d: Duration) -> Double { Double(d.components.attoseconds) / 1e18 + Double(d.components.seconds) }
-for count in [1_000, 10_000, 100_000] {
+// `--sizes=N,M` picks the store sizes; `--driver-only` skips the floors (for profiling).
+let sizes = CommandLine.arguments.first { $0.hasPrefix("--sizes=") }.map { $0.dropFirst(8).split(separator: ",").compactMap { Int($0) } } ?? [1_000, 10_000, 100_000]
+let driverOnly = CommandLine.arguments.contains("--driver-only")
+for count in sizes {
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("depot-bench-\(UUID().uuidString)").path
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -75,6 +78,10 @@ for count in [1_000, 10_000, 100_000] {
     let batch = (ContinuousClock.now - batchStart) / 100
     let size = (try? FileManager.default.attributesOfItem(atPath: dir + "/db.json")[.size] as? Int) ?? 0
     try await driver.close()
+    if driverOnly {
+        print("\(count) | \(ms(median(driverTimes))) | - | - | - | - | - | \(size / 1024) KiB | \(ms(batch))")
+        continue
+    }
 
     // The floor: the same records (already in memory as Foundation objects, as the driver's
     // are already in memory as field values), serialized and written the same way.
