@@ -25,10 +25,17 @@ enum JSONDocument {
 
     // MARK: Encoding
 
-    /// The serialized records of a state, by collection and id, so a commit re-serializes
-    /// only the records it touched. Valid only for the state (and `pretty` setting) it was
-    /// made with.
-    typealias RecordBytes = [CollectionName: [RecordID: [UInt8]]]
+    /// The serialized records of one collection, in id order.
+    struct CollectionBytes {
+        var ids: [RecordID] = []
+        /// `chunks[i]` is the text of the record `ids[i]`, without separators.
+        var chunks: [[UInt8]] = []
+    }
+
+    /// The serialized records of a state, by collection, so a commit re-serializes only the
+    /// records it touched (and needs no sort). Valid only for the state (and `pretty`
+    /// setting) it was made with.
+    typealias RecordBytes = [CollectionName: CollectionBytes]
 
     /// The whole file for `state`.
     static func encode(_ state: JSONStoreState, pretty: Bool, capacity: Int = 1 << 16) -> [UInt8] {
@@ -36,7 +43,7 @@ enum JSONDocument {
     }
 
     /// The whole file for `state`, reusing the bytes in `cache` (made for the state before
-    /// a transaction) for every record not in `touched` and every collection not in
+    /// a transaction) for every record not in `touched` of every collection not in
     /// `replaced`; returns the file and the cache for `state`.
     static func encode(
         _ state: JSONStoreState, pretty: Bool, capacity: Int, reusing cache: RecordBytes,
@@ -59,24 +66,21 @@ enum JSONDocument {
                 w.raw("[]")
                 continue
             }
-            var known = replaced.contains(name) ? [:] : (cache[name] ?? [:])
-            let dirty = touched[name] ?? []
-            for id in dirty where collection.records[id] == nil { known[id] = nil }
-            w.byte(0x5B)
-            var first = true
-            for id in collection.records.keys.sorted() {
-                if !first { w.byte(0x2C) }
-                first = false
-                lineBreak(&w, level: 2)
-                if !dirty.contains(id), let bytes = known[id] {
-                    w.bytes.append(contentsOf: bytes)
-                } else {
-                    let start = w.bytes.count
-                    record(&w, id: id, fields: collection.records[id] ?? [:], level: 2)
-                    known[id] = Array(w.bytes[start...])
+            let mark = w.bytes.count
+            var encoded = CollectionBytes()
+            if let old = replaced.contains(name) ? nil : cache[name] {
+                encoded = merge(old, touched: touched[name] ?? [], collection, &w)
+            }
+            if encoded.ids.count != collection.records.count {
+                // No usable cache (or, defensively, one out of step): serialize it all.
+                w.bytes.removeSubrange(mark...)
+                encoded = CollectionBytes()
+                w.byte(0x5B)
+                for id in collection.records.keys.sorted() {
+                    append(&w, &encoded, id: id, chunk: nil, collection)
                 }
             }
-            newCache[name] = known
+            newCache[name] = encoded
             lineBreak(&w, level: 1)
             w.byte(0x5D)
         }
@@ -84,6 +88,54 @@ enum JSONDocument {
         w.byte(0x7D)
         w.byte(0x0A)
         return (w.bytes, newCache)
+    }
+
+    /// Writes `[` and the records of `collection` in id order, walking the previous order in
+    /// `old` and serializing only the `touched` ids (new, changed or deleted).
+    private static func merge(_ old: CollectionBytes, touched: Set<RecordID>, _ collection: JSONCollection, _ w: inout JSONValueWriter) -> CollectionBytes {
+        var encoded = CollectionBytes()
+        encoded.ids.reserveCapacity(collection.records.count)
+        encoded.chunks.reserveCapacity(collection.records.count)
+        let changed = touched.sorted()
+        var j = 0
+        w.byte(0x5B)
+        for (i, id) in old.ids.enumerated() {
+            while j < changed.count, changed[j] < id {
+                append(&w, &encoded, id: changed[j], chunk: nil, collection)
+                j += 1
+            }
+            if j < changed.count, changed[j] == id {
+                append(&w, &encoded, id: id, chunk: nil, collection)
+                j += 1
+            } else {
+                append(&w, &encoded, id: id, chunk: old.chunks[i], collection)
+            }
+        }
+        while j < changed.count {
+            append(&w, &encoded, id: changed[j], chunk: nil, collection)
+            j += 1
+        }
+        return encoded
+    }
+
+    /// Appends one record (its cached `chunk`, or freshly serialized; nothing if it no
+    /// longer exists) with the separator before it.
+    private static func append(_ w: inout JSONValueWriter, _ encoded: inout CollectionBytes, id: RecordID, chunk: [UInt8]?, _ collection: JSONCollection) {
+        if let chunk {
+            if !encoded.ids.isEmpty { w.byte(0x2C) }
+            lineBreak(&w, level: 2)
+            w.bytes.append(contentsOf: chunk)
+            encoded.ids.append(id)
+            encoded.chunks.append(chunk)
+            return
+        }
+        guard let fields = collection.records[id] else { return }
+        if !encoded.ids.isEmpty { w.byte(0x2C) }
+        lineBreak(&w, level: 2)
+        let start = w.bytes.count
+        record(&w, id: id, fields: fields, level: 2)
+        encoded.ids.append(id)
+        encoded.chunks.append(Array(w.bytes[start...]))
     }
 
     /// A line break, indented when pretty: the top two levels always break, so each record
