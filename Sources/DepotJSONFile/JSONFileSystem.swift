@@ -74,12 +74,19 @@ public protocol JSONFileSystem: Sendable {
 
 /// What identifies one version of a file: if any part differs, someone replaced or edited it.
 public struct FileIdentity: Hashable, Sendable {
+    /// The device holding the file (`st_dev`).
     public var device: UInt64
+    /// The inode number (`st_ino`); a replaced file has a new one.
     public var inode: UInt64
+    /// The size in bytes.
     public var size: Int64
+    /// The modification time, whole seconds (`st_mtim.tv_sec`).
     public var modificationSeconds: Int64
+    /// The modification time, nanoseconds within the second.
     public var modificationNanoseconds: Int64
+    /// The status-change time, whole seconds (`st_ctim.tv_sec`); a chmod or rename changes it.
     public var changeSeconds: Int64
+    /// The status-change time, nanoseconds within the second.
     public var changeNanoseconds: Int64
     /// The permission bits (`st_mode & 0o7777`).
     public var permissions: UInt32
