@@ -1,20 +1,23 @@
 @_exported import DepotCore
+@_exported import DepotJSONFile
 @_exported import DepotMemory
 @_exported import DepotSQLite
 
 extension DriverRegistry {
-    /// Every driver that ships with Depot: `memory:`, `sqlite:`.
+    /// Every driver that ships with Depot: `memory:`, `sqlite:PATH` (and `sqlite::memory:`),
+    /// `json:FILE`.
     public static var standard: DriverRegistry {
         var registry = DriverRegistry()
         MemoryDriver.register(in: &registry)
         SQLiteDriver.register(in: &registry)
+        JSONFileDriver.register(in: &registry)
         return registry
     }
 }
 
 extension Store {
     /// Opens a store from a store string with every built-in driver available:
-    /// `memory:`, `sqlite:PATH`, `gdbm:DIR`, `json:FILE`.
+    /// `memory:`, `sqlite:PATH`, `json:FILE`.
     ///
     /// ```swift
     /// let store = try await Store.open(ProcessInfo.processInfo.environment["DEPOT_STORE"] ?? "sqlite:app.db")

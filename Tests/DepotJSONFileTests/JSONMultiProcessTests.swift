@@ -1,0 +1,52 @@
+import DepotConformance
+import DepotCore
+import Foundation
+import Testing
+@testable import DepotJSONFile
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Two processes writing one file: `depot-crash-helper` commits continuously while this
+/// process commits too. The lock keeps the commits apart and each writer reloads the other's
+/// changes first, so nothing either acknowledged is lost.
+@Suite struct JSONMultiProcessTests {
+    @Test func anotherProcessWritingAtTheSameTimeLosesNothing() async throws {
+        let dir = TestDirectory()
+        let store = "json:" + dir.store + "?durability=normal"
+        let helper = Process()
+        helper.executableURL = URL(fileURLWithPath: try CrashTrials.helperPath())
+        helper.arguments = [store, "42"]
+        helper.standardOutput = FileHandle.nullDevice
+        try helper.run()
+        defer {
+            if helper.isRunning { kill(helper.processIdentifier, SIGKILL) }
+            helper.waitUntilExit()
+        }
+        let driver = try await JSONFileDriver(path: dir.store, configuration: .init(durability: .normal, lockTimeout: .seconds(10)))
+        let meta = try CollectionName("meta"), notes = try CollectionName("notes")
+        func helperLast() async throws -> Int64 {
+            try await driver.read { tx in try tx.get("last", from: meta)?.fields["n"]?.intValue ?? 0 }
+        }
+        // Wait until the helper is committing.
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try await helperLast() == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        let before = try await helperLast()
+        #expect(before > 0, "the helper commits")
+        for i in 1...40 {
+            try await driver.write { tx in try tx.insert(Record(id: .int(Int64(i)), fields: ["i": .int(Int64(i))]), into: notes) }
+        }
+        let during = try await helperLast()
+        kill(helper.processIdentifier, SIGKILL)
+        helper.waitUntilExit()
+        try await driver.close()
+
+        let reopened = try await JSONFileDriver(path: dir.store)
+        let last = try await CrashTrials.verify(reopened)
+        let noteCount = try await reopened.read { tx in try tx.count(.all, in: notes) }
+        #expect(noteCount == 40, "every commit of this process survived the other's commits")
+        #expect(last >= during && during > before, "the helper committed while this process did (\(before) → \(during) → \(last))")
+        try await reopened.close()
+    }
+}
