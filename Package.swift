@@ -19,6 +19,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // cli branch: logging for `depot --verbose/--quiet`.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
     ],
     targets: [
         // Values, errors, queries, the StorageDriver protocol and the public API. No I/O.
@@ -29,11 +31,18 @@ let package = Package(
         .target(name: "DepotConformance", dependencies: ["DepotCore", "DepotMemory"], swiftSettings: settings),
         // The umbrella: re-exports the core and registers the built-in drivers.
         .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory"], swiftSettings: settings),
+        // cli branch: the `depot` command and its end-to-end tests (they run the built executable).
         .executableTarget(
             name: "DepotCLI",
-            dependencies: ["Depot", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "Depot",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: settings
         ),
+        .testTarget(name: "DepotCLITests", dependencies: ["Depot", "DepotCLI"], swiftSettings: settings),
+        // end of cli branch
         // Commits transactions until killed; the crash tests of every driver run it.
         .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot"], swiftSettings: settings),
         .testTarget(name: "DepotCoreTests", dependencies: ["DepotCore"], swiftSettings: settings),
