@@ -115,36 +115,36 @@ struct FieldDecoder: Decoder {
 
 /// Reads scalars out of field values, shared by the three container kinds.
 enum Scalar {
-    static func bool(_ v: FieldValue, _ path: [any CodingKey]) throws -> Bool {
-        guard case .bool(let b) = v else { throw mismatch(Bool.self, v, path) }
+    static func bool(_ v: FieldValue, _ path: @autoclosure () -> [any CodingKey]) throws -> Bool {
+        guard case .bool(let b) = v else { throw mismatch(Bool.self, v, path()) }
         return b
     }
 
-    static func string(_ v: FieldValue, _ path: [any CodingKey]) throws -> String {
-        guard case .string(let s) = v else { throw mismatch(String.self, v, path) }
+    static func string(_ v: FieldValue, _ path: @autoclosure () -> [any CodingKey]) throws -> String {
+        guard case .string(let s) = v else { throw mismatch(String.self, v, path()) }
         return s
     }
 
-    static func double(_ v: FieldValue, _ path: [any CodingKey]) throws -> Double {
+    static func double(_ v: FieldValue, _ path: @autoclosure () -> [any CodingKey]) throws -> Double {
         switch v {
         case .double(let d): return d
         case .int(let i): return Double(i)
-        default: throw mismatch(Double.self, v, path)
+        default: throw mismatch(Double.self, v, path())
         }
     }
 
-    static func integer<I: FixedWidthInteger>(_ type: I.Type, _ v: FieldValue, _ path: [any CodingKey]) throws -> I {
+    static func integer<I: FixedWidthInteger>(_ type: I.Type, _ v: FieldValue, _ path: @autoclosure () -> [any CodingKey]) throws -> I {
         switch v {
         case .int(let i):
             guard let value = I(exactly: i) else {
-                throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "\(i) does not fit in \(I.self)"))
+                throw DecodingError.dataCorrupted(.init(codingPath: path(), debugDescription: "\(i) does not fit in \(I.self)"))
             }
             return value
         case .double(let d):
-            guard let value = I(exactly: d) else { throw mismatch(I.self, v, path) }
+            guard let value = I(exactly: d) else { throw mismatch(I.self, v, path()) }
             return value
         default:
-            throw mismatch(I.self, v, path)
+            throw mismatch(I.self, v, path())
         }
     }
 }
@@ -163,8 +163,10 @@ struct KeyedFieldDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
         return v
     }
 
-    private func nonNull(_ key: Key, _ type: Any.Type) throws -> FieldValue {
-        let v = try value(key)
+    @inline(__always) private func nonNull(_ key: Key, _ type: Any.Type) throws -> FieldValue {
+        guard let v = members[key.stringValue] else {
+            throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "No value for '\(key.stringValue)'"))
+        }
         if v.isNull { throw DecodingError.valueNotFound(type, .init(codingPath: codingPath + [key], debugDescription: "Found null")) }
         return v
     }
