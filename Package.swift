@@ -19,8 +19,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        // cli branch: logging for `depot --verbose/--quiet`.
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),  // cli branch: depot --verbose/--quiet
     ],
     targets: [
         // Values, errors, queries, the StorageDriver protocol and the public API. No I/O.
@@ -31,20 +30,15 @@ let package = Package(
         .target(name: "DepotConformance", dependencies: ["DepotCore", "DepotMemory"], swiftSettings: settings),
         // The umbrella: re-exports the core and registers the built-in drivers.
         .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory"], swiftSettings: settings),
-        // cli branch: the `depot` command and its end-to-end tests (they run the built executable).
         .executableTarget(
             name: "DepotCLI",
-            dependencies: [
-                "Depot",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
+            dependencies: ["Depot", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Logging", package: "swift-log")],
             swiftSettings: settings
         ),
-        .testTarget(name: "DepotCLITests", dependencies: ["Depot", "DepotCLI"], swiftSettings: settings),
-        // end of cli branch
         // Commits transactions until killed; the crash tests of every driver run it.
         .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot"], swiftSettings: settings),
+        // cli branch: end-to-end tests of `depot` (they run the built executable).
+        .testTarget(name: "DepotCLITests", dependencies: ["Depot", "DepotCLI"], swiftSettings: settings),
         .testTarget(name: "DepotCoreTests", dependencies: ["DepotCore"], swiftSettings: settings),
         .testTarget(name: "DepotMemoryTests", dependencies: ["Depot", "DepotMemory", "DepotConformance"], swiftSettings: settings),
     ]

@@ -31,7 +31,7 @@ struct CheckCommand: DepotSubcommand {
             store = try await StoreArguments.open(stores[0], context, mustExist: true)
         } catch let error as DepotError where error.code != .invalidStore {
             Console.print("problem: the store cannot be opened: \(error.description)")
-            Console.print("\(shown): 1 problem found")
+            Console.print("store \(shown): 1 problem found")
             return ExitStatus.failure
         }
         return try await StoreArguments.using(store) { store in
@@ -78,10 +78,10 @@ struct CheckCommand: DepotSubcommand {
             progress.finish()
             for problem in problems { Console.print("problem: \(problem)") }
             if problems.isEmpty {
-                Console.print("\(shown): sound (\(collections) collection\(collections == 1 ? "" : "s"), \(records) record\(records == 1 ? "" : "s") read)")
+                Console.print("store \(shown) is sound (\(collections) collection\(collections == 1 ? "" : "s"), \(records) record\(records == 1 ? "" : "s") read)")
                 return ExitStatus.success
             }
-            Console.print("\(shown): \(problems.count) problem\(problems.count == 1 ? "" : "s") found")
+            Console.print("store \(shown): \(problems.count) problem\(problems.count == 1 ? "" : "s") found")
             return ExitStatus.failure
         }
     }

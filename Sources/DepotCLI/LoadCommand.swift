@@ -78,7 +78,7 @@ struct LoadCommand: DepotSubcommand {
             } catch let error as LoadLineError {
                 progress.finish()
                 throw CLIFailure.failed(
-                    "line \(error.line): \(error.error.message) \(loader.summary(stopped: true))",
+                    "\(Self.describe(error)) \(loader.summary(stopped: true))",
                     "fix line \(error.line) and load again; saving is an upsert, so loading the same lines twice is harmless")
             } catch {
                 progress.finish()
@@ -88,6 +88,18 @@ struct LoadCommand: DepotSubcommand {
             context.logger.notice("\(loader.summary(stopped: false))")
             return ExitStatus.success
         }
+    }
+
+    /// `line 12, column 7: malformed JSON: expected a key.` or `line 12: <message>`.
+    static func describe(_ error: LoadLineError) -> String {
+        let prefix = "Malformed JSON at line 1, "
+        if error.error.message.hasPrefix(prefix) {
+            let rest = error.error.message.dropFirst(prefix.count)
+            if let colon = rest.firstIndex(of: ":") {
+                return "line \(error.line), \(rest[..<colon]): malformed JSON:\(rest[rest.index(after: colon)...])"
+            }
+        }
+        return "line \(error.line): \(error.error.message)"
     }
 
     /// Splits `F[,F]` into validated field names.
@@ -173,7 +185,7 @@ struct BatchLoader {
         if stopped {
             return committedRecords == 0
                 ? "(nothing was committed)"
-                : "(\(records) in \(batches) were committed, through line \(lastCommittedLine))"
+                : "(\(records) in \(batches) \(committedBatches == 1 ? "was" : "were") committed, through line \(lastCommittedLine))"
         }
         return "loaded \(records) into \(collection) in \(batches)"
     }
