@@ -6,6 +6,8 @@ struct SHA256 {
         0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19,
     ]
     private var pending: [UInt8] = []
+    /// The message schedule, kept to avoid an allocation per block.
+    private var w = [UInt32](repeating: 0, count: 64)
     private var length: UInt64 = 0
 
     private static let k: [UInt32] = [
@@ -23,14 +25,15 @@ struct SHA256 {
 
     /// Adds bytes to the message.
     mutating func update(_ bytes: some Sequence<UInt8>) {
-        for byte in bytes {
-            pending.append(byte)
-            length &+= 1
-            if pending.count == 64 {
-                compress(pending)
-                pending.removeAll(keepingCapacity: true)
-            }
+        let before = pending.count
+        pending.append(contentsOf: bytes)
+        length &+= UInt64(pending.count - before)
+        var offset = pending.startIndex
+        while pending.endIndex - offset >= 64 {
+            compress(pending[offset..<offset + 64])
+            offset += 64
         }
+        if offset > pending.startIndex { pending.removeFirst(offset - pending.startIndex) }
     }
 
     /// The digest of everything added, as 64 lowercase hex digits.
@@ -40,7 +43,7 @@ struct SHA256 {
         tail.append(0x80)
         while tail.count % 64 != 56 { tail.append(0) }
         for shift in stride(from: 56, through: 0, by: -8) { tail.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
-        for start in stride(from: 0, to: tail.count, by: 64) { compress(Array(tail[start..<start + 64])) }
+        for start in stride(from: 0, to: tail.count, by: 64) { compress(tail[start..<start + 64]) }
         pending.removeAll()
         let hex: [Character] = Array("0123456789abcdef")
         var out = ""
@@ -50,10 +53,11 @@ struct SHA256 {
         return out
     }
 
-    private mutating func compress(_ block: [UInt8]) {
-        var w = [UInt32](repeating: 0, count: 64)
+    private mutating func compress(_ block: ArraySlice<UInt8>) {
+        let base = block.startIndex
         for i in 0..<16 {
-            w[i] = UInt32(block[i * 4]) << 24 | UInt32(block[i * 4 + 1]) << 16 | UInt32(block[i * 4 + 2]) << 8 | UInt32(block[i * 4 + 3])
+            let at = base + i * 4
+            w[i] = UInt32(block[at]) << 24 | UInt32(block[at + 1]) << 16 | UInt32(block[at + 2]) << 8 | UInt32(block[at + 3])
         }
         for i in 16..<64 {
             let s0 = rotate(w[i - 15], 7) ^ rotate(w[i - 15], 18) ^ (w[i - 15] >> 3)

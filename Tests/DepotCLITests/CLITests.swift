@@ -25,7 +25,7 @@ let exoticRecords: [Record] = [
 /// Records for the query agreement test: numbers of both kinds, strings, bools, gaps.
 func queryRecords() -> [Record] {
     (1...40).map { n -> Record in
-        var fields: [String: FieldValue] = ["n": .int(Int64(n % 7)), "s": .string(["alpha", "Alpha", "beta", "al%pha", "gamma_1"][n % 5])]
+        var fields: [String: FieldValue] = ["code": .string("c\(n)"), "n": .int(Int64(n % 7)), "s": .string(["alpha", "Alpha", "beta", "al%pha", "gamma_1"][n % 5])]
         if n % 3 == 0 { fields["x"] = .double(Double(n) / 4) } else if n % 3 == 1 { fields["x"] = .int(Int64(n / 4)) }
         if n % 4 != 0 { fields["flag"] = .bool(n % 2 == 0) }
         if n % 6 == 0 { fields["x"] = "text" }
@@ -158,7 +158,7 @@ struct CLITests {
         try await collection.save(records)
         for scheme in try await CLI.persistentSchemes() {
             let store = directory.storeString(scheme, "agree")
-            let load = try CLI.run(["load", store, "q", file, "--index", "n", "--unique", "s,n"])
+            let load = try CLI.run(["load", store, "q", file, "--index", "n", "--index", "s,n", "--unique", "code"])
             #expect(load.status == 0, "\(scheme): \(load)")
             for (args, query) in agreementQueries {
                 let expected = try await collection.query(query).map(\.jsonText)
@@ -188,7 +188,7 @@ struct CLITests {
         for source in schemes {
             let src = directory.storeString(source, "src-\(source)")
             #expect(try CLI.run(["load", src, "things", exotic]).status == 0)
-            #expect(try CLI.run(["load", src, "q", queries, "--unique", "s,n", "--index", "x"]).status == 0)
+            #expect(try CLI.run(["load", src, "q", queries, "--unique", "code,n", "--index", "x"]).status == 0)
             let sourceDump = try CLI.run(["dump", src])
             for destination in schemes {
                 let dst = directory.storeString(destination, "dst-\(source)-to-\(destination)")
@@ -198,7 +198,7 @@ struct CLITests {
                 let copied = try CLI.run(["dump", dst])
                 #expect(copied.stdout == sourceDump.stdout, "\(source) → \(destination)")
                 let info = try CLI.run(["info", dst, "--json"])
-                #expect(info.stdout.contains(#"{"fields":["s","n"],"name":"s_n_unique"}"#), "\(source) → \(destination): \(info)")
+                #expect(info.stdout.contains(#"{"fields":["code","n"],"name":"code_n_unique"}"#), "\(source) → \(destination): \(info)")
                 #expect(info.stdout.contains(#"{"fields":["x"],"name":"x_idx"}"#), "\(source) → \(destination): \(info)")
 
                 // A second copy into the now non-empty store is refused and changes nothing...
@@ -227,11 +227,19 @@ struct CLITests {
             #expect(good.status == 0 && good.stdout.contains("is sound (1 collection, 4 records read)"), "\(scheme): \(good)")
             // Overwrite every file of the store with bytes that are no store at all.
             let path = String(store.dropFirst(scheme.count + 1))
+            var files: [String] = []
             var isDirectory: ObjCBool = false
-            _ = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
-            let files = isDirectory.boolValue
-                ? (try FileManager.default.contentsOfDirectory(atPath: path)).map { path + "/" + $0 }
-                : [path]
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+                let walker = FileManager.default.enumerator(atPath: path)
+                while let relative = walker?.nextObject() as? String {
+                    var inner: ObjCBool = false
+                    let full = path + "/" + relative
+                    if FileManager.default.fileExists(atPath: full, isDirectory: &inner), !inner.boolValue { files.append(full) }
+                }
+            } else {
+                files = [path]
+            }
+            #expect(!files.isEmpty, "\(scheme): no files to damage")
             for damaged in files where !damaged.hasSuffix(".lock") {
                 let size = (try? FileManager.default.attributesOfItem(atPath: damaged)[.size] as? Int) ?? 64
                 try Data((0..<max(size, 64)).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }).write(to: URL(fileURLWithPath: damaged))
