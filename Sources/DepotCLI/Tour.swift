@@ -85,7 +85,10 @@ struct Tour {
             say("upsert by ISBN \(revised.isbn) → updated the stored book, which keeps id \(kept.id)")
             let count = try await books.count()
             let plan = try await books.query().filter(Field("author") == "Ursula K. Le Guin").explain()
-            say("books.count() → \(count) · explain(author == ...) → \(plan)")
+            var parts = [String]()
+            parts.append("filter in \(plan.filterInEngine ? "engine" : "memory")")
+            if !plan.indexesUsed.isEmpty { parts.append("index \(plan.indexesUsed.joined(separator: ", "))") }
+            say("books.count() → \(count) · query(author == ...).explain() → \(plan.backend): \(parts.joined(separator: ", "))")
         }
     }
 
