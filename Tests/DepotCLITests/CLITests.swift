@@ -99,6 +99,7 @@ struct CLITests {
         let ok = try CLI.run(["load", "memory:", "things", "--unique", "plain", "--index", "max"], stdin: good)
         #expect(ok.status == 0, "\(ok)")
         #expect(ok.stderr.contains("loaded 4 records into things in 1 batch"), "\(ok)")
+        #expect(!ok.stderr.contains("\r"), "no progress line when standard error is not a terminal: \(ok)")
 
         let quiet = try CLI.run(["load", "memory:", "things", "--quiet"], stdin: good)
         #expect(quiet.status == 0 && quiet.stderr.isEmpty, "\(quiet)")
