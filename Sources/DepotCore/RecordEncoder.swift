@@ -54,7 +54,8 @@ public struct RecordEncoder: Sendable {
             }
             id = parsed
         }
-        return (id, fields.filter { !$0.value.isNull })
+        if fields.values.contains(where: \.isNull) { fields = fields.filter { !$0.value.isNull } }
+        return (id, fields)
     }
 }
 
