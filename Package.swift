@@ -19,6 +19,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),  // cli branch: depot --verbose/--quiet
     ],
     targets: [
         // Values, errors, queries, the StorageDriver protocol and the public API. No I/O.
@@ -31,7 +32,7 @@ let package = Package(
         .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory", "DepotSQLite", "DepotJSONFile"], swiftSettings: settings),
         .executableTarget(
             name: "DepotCLI",
-            dependencies: ["Depot", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["Depot", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Logging", package: "swift-log")],
             swiftSettings: settings
         ),
         // --- branch sqlite: the SQLite driver ---
@@ -48,6 +49,8 @@ let package = Package(
         // --- end branch json ---
         // Commits transactions until killed; the crash tests of every driver run it.
         .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot"], swiftSettings: settings),
+        // cli branch: end-to-end tests of `depot` (they run the built executable).
+        .testTarget(name: "DepotCLITests", dependencies: ["Depot", "DepotCLI"], swiftSettings: settings),
         .testTarget(name: "DepotCoreTests", dependencies: ["DepotCore"], swiftSettings: settings),
         .testTarget(name: "DepotMemoryTests", dependencies: ["Depot", "DepotMemory", "DepotConformance"], swiftSettings: settings),
         // conformance branch: the conformance library tested against deliberately broken drivers.
