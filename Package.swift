@@ -50,7 +50,7 @@ let package = Package(
         // Commits transactions until killed; the crash tests of every driver run it.
         .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot"], swiftSettings: settings),
         // cli branch: end-to-end tests of `depot` (they run the built executable).
-        .testTarget(name: "DepotCLITests", dependencies: ["Depot", "DepotCLI"], swiftSettings: settings),
+        .testTarget(name: "DepotCLITests", dependencies: ["Depot", "DepotCLI", "DepotConformance"], swiftSettings: settings),
         .testTarget(name: "DepotCoreTests", dependencies: ["DepotCore"], swiftSettings: settings),
         .testTarget(name: "DepotMemoryTests", dependencies: ["Depot", "DepotMemory", "DepotConformance"], swiftSettings: settings),
         // conformance branch: the conformance library tested against deliberately broken drivers.

@@ -1,4 +1,5 @@
 import Depot
+import DepotConformance
 import Foundation
 import Testing
 
@@ -28,27 +29,16 @@ enum CLI {
     /// Runs `depot args...` with `stdin` as its input; DEPOT_STORE is removed from the
     /// environment unless `environment` sets it.
     static func run(_ args: [String], stdin: String = "", environment: [String: String] = [:]) throws -> Run {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try executable())
-        process.arguments = args
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "DEPOT_STORE")
         for (key, value) in environment { env[key] = value }
-        process.environment = env
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        let collectedOut = PipeReader(out.fileHandleForReading)
-        let collectedErr = PipeReader(err.fileHandleForReading)
-        try process.run()
-        input.fileHandleForWriting.write(Data(stdin.utf8))
-        try input.fileHandleForWriting.close()
-        process.waitUntilExit()
-        return Run(
-            status: process.terminationStatus,
-            stdout: String(decoding: collectedOut.wait(), as: UTF8.self),
-            stderr: String(decoding: collectedErr.wait(), as: UTF8.self))
+        let result = try ChildProcess.run(try executable(), args, environment: env, standardInput: Data(stdin.utf8))
+        let status: Int32
+        switch result.status {
+        case .exited(let code): status = code
+        case .signalled(let signal): status = 128 + signal
+        }
+        return Run(status: status, stdout: result.outputText, stderr: result.errorText)
     }
 
     /// The schemes of this build whose drivers keep files, found by opening each once in a
@@ -107,24 +97,4 @@ struct TemporaryDirectory {
 struct HarnessError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
-}
-
-/// Reads a pipe to its end on a thread of its own, so the child never blocks on a full pipe.
-final class PipeReader: @unchecked Sendable {
-    // @unchecked: `data` is written once by the reading thread before `done` is signalled,
-    // and read only after waiting on `done`.
-    private var data = Data()
-    private let done = DispatchSemaphore(value: 0)
-
-    init(_ handle: FileHandle) {
-        Thread.detachNewThread { [self] in
-            data = handle.readDataToEndOfFile()
-            done.signal()
-        }
-    }
-
-    func wait() -> Data {
-        done.wait()
-        return data
-    }
 }

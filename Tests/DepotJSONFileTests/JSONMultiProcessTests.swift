@@ -15,14 +15,10 @@ import Glibc
     @Test func anotherProcessWritingAtTheSameTimeLosesNothing() async throws {
         let dir = TestDirectory()
         let store = "json:" + dir.store + "?durability=normal"
-        let helper = Process()
-        helper.executableURL = URL(fileURLWithPath: try CrashTrials.helperPath())
-        helper.arguments = [store, "42"]
-        helper.standardOutput = FileHandle.nullDevice
-        try helper.run()
+        let helper = try ChildProcess(path: try CrashTrials.helperPath(), arguments: [store, "42"])
         defer {
-            if helper.isRunning { kill(helper.processIdentifier, SIGKILL) }
-            helper.waitUntilExit()
+            helper.kill()
+            _ = helper.waitForExit()
         }
         let driver = try await JSONFileDriver(path: dir.store, configuration: .init(durability: .normal, lockTimeout: .seconds(10)))
         let meta = try CollectionName("meta"), notes = try CollectionName("notes")
@@ -38,8 +34,8 @@ import Glibc
             try await driver.write { tx in try tx.insert(Record(id: .int(Int64(i)), fields: ["i": .int(Int64(i))]), into: notes) }
         }
         let during = try await helperLast()
-        kill(helper.processIdentifier, SIGKILL)
-        helper.waitUntilExit()
+        helper.kill()
+        _ = helper.waitForExit()
         try await driver.close()
 
         let reopened = try await JSONFileDriver(path: dir.store)

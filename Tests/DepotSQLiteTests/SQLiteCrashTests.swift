@@ -33,11 +33,7 @@ import Testing
         let store = "sqlite:\(dir.store)?busy_timeout_ms=10000"
         let driver = try await SQLiteDriver(StoreLocation(store))
         let notes = try CollectionName("notes")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try CrashTrials.helperPath())
-        process.arguments = [store, "5"]
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess(path: try CrashTrials.helperPath(), arguments: [store, "5"])
         let meta = try CollectionName("meta")
         func helperLast() async throws -> Int64 {
             try await driver.read { tx in try tx.get("last", from: meta)?.fields["n"]?.intValue ?? 0 }
@@ -51,8 +47,8 @@ import Testing
         for i in 1...150 {
             try await driver.write { tx in try tx.insert(Record(id: .int(Int64(i)), fields: ["i": .int(Int64(i))]), into: notes) }
         }
-        process.terminate()
-        process.waitUntilExit()
+        process.kill(SIGTERM)
+        _ = process.waitForExit()
         let helperCommits = try await CrashTrials.verify(driver)
         let mine = try await driver.read { tx in try tx.count(.all, in: notes) }
         #expect(mine == 150)
