@@ -27,12 +27,17 @@ let package = Package(
         // The executable contract every driver runs (no test framework inside).
         .target(name: "DepotConformance", dependencies: ["DepotCore", "DepotMemory"], swiftSettings: settings),
         // The umbrella: re-exports the core and registers the built-in drivers.
-        .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory"], swiftSettings: settings),
+        .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory", "DepotGDBM"], swiftSettings: settings),
         .executableTarget(
             name: "DepotCLI",
             dependencies: ["Depot", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: settings
         ),
+        // MARK: gdbm branch: the GDBM driver (system libgdbm via apt libgdbm-dev).
+        .systemLibrary(name: "CGDBM", path: "Sources/CGDBM", providers: [.apt(["libgdbm-dev"])]),
+        .target(name: "DepotGDBM", dependencies: ["DepotCore", "CGDBM"], swiftSettings: settings),
+        .testTarget(name: "DepotGDBMTests", dependencies: ["DepotGDBM", "DepotConformance", "CGDBM"], swiftSettings: settings),
+        // MARK: end gdbm branch
         .testTarget(name: "DepotCoreTests", dependencies: ["DepotCore"], swiftSettings: settings),
         .testTarget(name: "DepotMemoryTests", dependencies: ["DepotMemory", "DepotConformance"], swiftSettings: settings),
     ]

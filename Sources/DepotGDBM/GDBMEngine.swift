@@ -1,0 +1,336 @@
+import DepotCore
+import Foundation
+import Synchronization
+
+/// Settings of an open store.
+struct EngineOptions: Sendable, Hashable {
+    var durability: Durability = .full
+    var lockTimeoutMilliseconds = 2000
+    /// The journal is folded into the backup files when it grows past this many bytes.
+    var checkpointBytes = 8 << 20
+    /// A sync point (gdbm_sync of the primary files, an `applied` mark) every this many commits.
+    var syncEveryCommits = 256
+    var readOnly = false
+}
+
+/// One open store: its directory, lock, journal, primary and backup files, catalog and
+/// thread. Shared by every ``GDBMDriver`` of the process that opened the same directory.
+///
+/// Layout of the store directory:
+/// - `LOCK`: the process lock (``StoreLock``);
+/// - `journal`: the redo journal (``Journal``);
+/// - `data/`: the primary GDBM files that reads use: `_catalog.gdbm`, and per collection
+///   `NAME.records.gdbm` and `NAME.index.gdbm`;
+/// - `backup/`: the same files as of the journal's base sequence (the last checkpoint).
+///
+/// Every mutable property is touched only on ``thread``.
+final class GDBMEngine: @unchecked Sendable {
+    // @unchecked: all mutable state below is confined to `thread` (every access happens in
+    // a job run by `thread.run`/`runBlocking`); `directory`, `options` and `thread` are
+    // immutable, and the registry's counts live in a Mutex.
+    let directory: String
+    let options: EngineOptions
+    let thread: DriverThread
+
+    private var lock: StoreLock?
+    private var journal: Journal?
+    let primary: FileSet
+    private let backup: FileSet
+    /// The committed catalog.
+    private(set) var catalog: [CollectionName: CollectionMeta] = [:]
+    private(set) var lastSeq: UInt64 = 0
+    /// Increases with every commit (streams use it to notice changes between pages).
+    private(set) var generation: UInt64 = 0
+    private var commitsSinceMark = 0
+    private var isOpen = false
+    /// Set when applying a journaled commit failed: the primary files may be partial until
+    /// the store is reopened (which rebuilds them).
+    private var failure: DepotError?
+    /// How many times the open path rebuilt the primary files (tests read it).
+    private(set) var rebuilds = 0
+
+    private init(directory: String, options: EngineOptions) {
+        self.directory = directory
+        self.options = options
+        self.thread = DriverThread(name: "depot.gdbm")
+        self.primary = FileSet(directory: directory + "/data")
+        self.backup = FileSet(directory: directory + "/backup")
+    }
+
+    // MARK: Process-wide registry
+
+    private struct Entry {
+        let engine: GDBMEngine
+        var count: Int
+    }
+
+    private static let registry = Mutex<[String: Entry]>([:])
+
+    /// The engine of `directory`, opened if this is the first driver of the process on it.
+    /// Options of later drivers on an already open directory are ignored (the first wins).
+    static func acquire(directory: String, options: EngineOptions) async throws -> GDBMEngine {
+        let engine = registry.withLock { table -> GDBMEngine in
+            if var entry = table[directory] {
+                entry.count += 1
+                table[directory] = entry
+                return entry.engine
+            }
+            let engine = GDBMEngine(directory: directory, options: options)
+            table[directory] = Entry(engine: engine, count: 1)
+            return engine
+        }
+        do {
+            try await engine.thread.run { try engine.openIfNeeded() }
+        } catch {
+            try? await release(engine)
+            throw error
+        }
+        return engine
+    }
+
+    /// Drops one reference; the last one syncs, checkpoints and closes the store.
+    static func release(_ engine: GDBMEngine) async throws {
+        let last = registry.withLock { table -> Bool in
+            guard var entry = table[engine.directory], entry.engine === engine else { return false }
+            entry.count -= 1
+            if entry.count > 0 {
+                table[engine.directory] = entry
+                return false
+            }
+            table[engine.directory] = nil
+            return true
+        }
+        guard last else { return }
+        defer { engine.thread.stop() }
+        try await engine.thread.run { try engine.shutdown() }
+    }
+
+    // MARK: Opening and recovery
+
+    private var journalPath: String { directory + "/journal" }
+
+    private func openIfNeeded() throws {
+        if isOpen { return }
+        try FileSystem.makeDirectory(directory)
+        try FileSystem.makeDirectory(primary.directory)
+        try FileSystem.makeDirectory(backup.directory)
+        let lock = try StoreLock.acquire(path: directory + "/LOCK", exclusive: true, timeoutMilliseconds: options.lockTimeoutMilliseconds)
+        do {
+            try recover()
+            if options.readOnly { try lock.downgrade() }
+        } catch {
+            primary.closeAll()
+            backup.closeAll()
+            journal?.close()
+            journal = nil
+            lock.release()
+            throw error
+        }
+        self.lock = lock
+        isOpen = true
+    }
+
+    /// Brings the files to the last committed transaction (see Docs/GDBMDriver.md):
+    /// - a journal whose last record is `applied` (or that has no records): clean;
+    /// - last record a transaction: the primary files may be partial; rebuild them from the
+    ///   backup files plus every journaled transaction;
+    /// - last record `checkpointBegin`: the backup files may be partial; copy the (synced)
+    ///   primary files over them and start a fresh journal;
+    /// - a primary file that gdbm cannot open or read as sound: rebuild as above.
+    private func recover() throws {
+        try FileSystem.remove(journalPath + ".new")
+        var records: [JournalRecord]
+        if FileSystem.exists(journalPath) {
+            let opened = try Journal.open(path: journalPath)
+            journal = opened.journal
+            records = opened.records
+        } else {
+            if !(try FileSystem.gdbmFiles(in: primary.directory)).isEmpty {
+                throw GDBMErrors.corrupted("The GDBM store at '\(directory)' has data files but no journal.")
+            }
+            journal = try Journal.create(path: journalPath, baseSeq: 0)
+            records = []
+        }
+        guard let journal else { throw DepotError(.internal, "The journal did not open.") }
+        lastSeq = max(journal.baseSeq, records.last?.seq ?? 0)
+        var rebuilt = false
+        switch records.last {
+        case nil, .applied?:
+            break
+        case .checkpointBegin(let seq)?:
+            try backup.removeAllFiles()
+            for id in try FileSystem.gdbmFiles(in: primary.directory) {
+                try FileSystem.copy(primary.path(id), to: backup.path(id))
+            }
+            try FileSystem.syncDirectory(backup.directory)
+            self.journal?.close()
+            self.journal = try Journal.create(path: journalPath, baseSeq: seq)
+            records = []
+        case .transaction?:
+            try rebuildPrimary(from: records)
+            rebuilt = true
+        }
+        do {
+            try loadCatalog()
+        } catch let error as DepotError where error.code == .corrupted && !rebuilt {
+            try rebuildPrimary(from: records)
+            try loadCatalog()
+        }
+    }
+
+    /// Replaces the primary files with the backup files plus every journaled transaction.
+    private func rebuildPrimary(from records: [JournalRecord]) throws {
+        rebuilds += 1
+        try primary.removeAllFiles()
+        for id in try FileSystem.gdbmFiles(in: backup.directory) {
+            try FileSystem.copy(backup.path(id), to: primary.path(id))
+        }
+        for case .transaction(_, let ops) in records {
+            for op in ops { try primary.apply(op) }
+        }
+        try primary.syncAll()
+        primary.closeAll()
+        try FileSystem.syncDirectory(primary.directory)
+        if case .transaction(let seq, _)? = records.last(where: { if case .transaction = $0 { true } else { false } }) {
+            try journal?.append(.applied(seq: seq), sync: true)
+        }
+    }
+
+    /// Opens the catalog and every collection file, reading the catalog into memory.
+    private func loadCatalog() throws {
+        primary.closeAll()
+        var loaded: [CollectionName: CollectionMeta] = [:]
+        if let file = try primary.file(.catalog, create: true) {
+            try file.forEachKey { key in
+                let meta = try file.fetch(Array(key)) { value in try CollectionMeta.decode(key: key, value: value) }
+                if let meta { loaded[meta.schema.name] = meta }
+                return true
+            }
+        }
+        for name in loaded.keys {
+            _ = try primary.file(.records(name), create: false)
+            _ = try primary.file(.index(name), create: false)
+        }
+        catalog = loaded
+    }
+
+    private func shutdown() throws {
+        guard isOpen else { return }
+        isOpen = false
+        defer {
+            primary.closeAll()
+            backup.closeAll()
+            journal?.close()
+            journal = nil
+            lock?.release()
+            lock = nil
+        }
+        guard failure == nil, !options.readOnly else { return }
+        try syncPoint(forceCheckpoint: true)
+    }
+
+    // MARK: Transactions
+
+    private func checkUsable() throws {
+        guard isOpen else { throw DepotError(.closed, "The GDBM store is closed.") }
+        if let failure {
+            throw DepotError(.io, "An earlier commit could not be applied to the GDBM files; reopen the store to recover it.", cause: failure)
+        }
+    }
+
+    /// Runs a read transaction (on the engine thread).
+    func read<T>(_ body: (any ReadTransaction) throws -> T) throws -> T {
+        try checkUsable()
+        let tx = GDBMTransaction(engine: self, writable: false)
+        defer { tx.isValid = false }
+        return try body(tx)
+    }
+
+    /// Runs a write transaction and commits it (on the engine thread).
+    func write<T>(_ body: (any WriteTransaction) throws -> T) throws -> T {
+        try checkUsable()
+        guard !options.readOnly else { throw DepotError(.unsupported, "The GDBM store was opened read-only (readonly=true).") }
+        let tx = GDBMTransaction(engine: self, writable: true)
+        defer { tx.isValid = false }
+        let result = try body(tx)
+        tx.isValid = false
+        try commit(tx)
+        return result
+    }
+
+    /// A fresh read transaction for a stream page (on the engine thread).
+    func makeReadTransaction() throws -> GDBMTransaction {
+        try checkUsable()
+        return GDBMTransaction(engine: self, writable: false)
+    }
+
+    /// Journals, applies and publishes a finished write transaction.
+    private func commit(_ tx: GDBMTransaction) throws {
+        let ops = tx.finish(committedCatalog: catalog)
+        guard !ops.isEmpty, let journal else { return }
+        let seq = lastSeq + 1
+        try journal.append(.transaction(seq: seq, ops: ops), sync: options.durability == .full)
+        lastSeq = seq
+        do {
+            for op in ops { try primary.apply(op) }
+        } catch {
+            failure = DepotError.wrap(error, as: .io, "Applying a commit failed.")
+            throw error
+        }
+        catalog = tx.catalog
+        generation &+= 1
+        commitsSinceMark += 1
+        if commitsSinceMark >= options.syncEveryCommits || journal.size >= options.checkpointBytes {
+            do { try syncPoint(forceCheckpoint: false) } catch {
+                failure = DepotError.wrap(error, as: .io, "Syncing the GDBM files failed.")
+                throw error
+            }
+        }
+    }
+
+    /// Syncs the primary files and marks the journal `applied`; checkpoints when the journal
+    /// is large (or `forceCheckpoint` and it holds any transaction).
+    private func syncPoint(forceCheckpoint: Bool) throws {
+        guard let journal else { return }
+        if commitsSinceMark > 0 {
+            try primary.syncAll()
+            try journal.sync()
+            try journal.append(.applied(seq: lastSeq), sync: options.durability == .full)
+            commitsSinceMark = 0
+        }
+        if journal.size >= options.checkpointBytes || (forceCheckpoint && lastSeq > journal.baseSeq) {
+            try checkpoint()
+        }
+    }
+
+    /// Folds the journal into the backup files and starts a fresh journal.
+    private func checkpoint() throws {
+        guard let journal else { return }
+        try journal.append(.checkpointBegin(seq: lastSeq), sync: true)
+        let bytes = try Journal.readAll(journal.fd, path: journal.path, fromStart: true)
+        let (_, records, _) = try Journal.parse(bytes)
+        for case .transaction(let seq, let ops) in records where seq > journal.baseSeq {
+            for op in ops { try backup.apply(op) }
+        }
+        try backup.syncAll()
+        backup.closeAll()
+        try FileSystem.syncDirectory(backup.directory)
+        let fresh = try Journal.create(path: journalPath, baseSeq: lastSeq)
+        journal.close()
+        self.journal = fresh
+    }
+
+    // MARK: Integrity
+
+    /// Checks every stored record, catalog entry and index entry.
+    func integrityCheck() throws -> [String] {
+        try checkUsable()
+        var problems: [String] = []
+        let tx = GDBMTransaction(engine: self, writable: false)
+        defer { tx.isValid = false }
+        for (name, meta) in catalog.sorted(by: { $0.key < $1.key }) {
+            problems += tx.verify(collection: name, meta: meta)
+        }
+        return problems
+    }
+}
