@@ -36,7 +36,7 @@ let package = Package(
         // MARK: gdbm branch: the GDBM driver (system libgdbm via apt libgdbm-dev).
         .systemLibrary(name: "CGDBM", path: "Sources/CGDBM", providers: [.apt(["libgdbm-dev"])]),
         .target(name: "DepotGDBM", dependencies: ["DepotCore", "CGDBM"], swiftSettings: settings),
-        .testTarget(name: "DepotGDBMTests", dependencies: ["DepotGDBM", "DepotConformance", "CGDBM"], swiftSettings: settings),
+        .testTarget(name: "DepotGDBMTests", dependencies: ["DepotGDBM", "DepotConformance", "DepotMemory", "CGDBM"], swiftSettings: settings),
         // MARK: end gdbm branch
         .testTarget(name: "DepotCoreTests", dependencies: ["DepotCore"], swiftSettings: settings),
         .testTarget(name: "DepotMemoryTests", dependencies: ["DepotMemory", "DepotConformance"], swiftSettings: settings),

@@ -21,7 +21,15 @@ final class FileSet {
         if let f = open[id] { return f }
         let path = path(id)
         if !create && !FileSystem.exists(path) { return nil }
-        if create && !FileSystem.exists(path) { directoryChanged = true }
+        if FileSystem.exists(path) {
+            // gdbm turns an empty file opened for writing into a new database; for a file we
+            // wrote, zero bytes means damage, not "empty".
+            guard FileSystem.size(path) > 0 else {
+                throw GDBMErrors.corrupted("The GDBM file '\(id.fileName)' is empty.", collection: id.collection?.rawValue)
+            }
+        } else {
+            directoryChanged = true
+        }
         let f = try GDBMFile.open(path: path, name: id.fileName, create: create)
         open[id] = f
         return f

@@ -200,6 +200,9 @@ final class GDBMEngine: @unchecked Sendable {
     private func loadCatalog() throws {
         primary.closeAll()
         var loaded: [CollectionName: CollectionMeta] = [:]
+        if !FileSystem.exists(primary.path(.catalog)), !(try FileSystem.gdbmFiles(in: primary.directory)).isEmpty {
+            throw GDBMErrors.corrupted("The GDBM store's catalog file is missing.")
+        }
         if let file = try primary.file(.catalog, create: true) {
             try file.forEachKey { key in
                 let meta = try file.fetch(Array(key)) { value in try CollectionMeta.decode(key: key, value: value) }

@@ -354,6 +354,13 @@ enum FileSystem {
 
     static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
+    /// The size of a file in bytes, `0` when it cannot be read.
+    static func size(_ path: String) -> Int {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return 0 }
+        return Int(st.st_size)
+    }
+
     static func remove(_ path: String) throws {
         if unlink(path) != 0 && errno != ENOENT { throw GDBMErrors.system(errno, "remove", path: path) }
     }
