@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "DepotCore", targets: ["DepotCore"]),
         .library(name: "DepotConformance", targets: ["DepotConformance"]),
         .executable(name: "depot", targets: ["DepotCLI"]),
+        .executable(name: "depot-crash-helper", targets: ["DepotCrashHelper"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -33,12 +34,14 @@ let package = Package(
             dependencies: ["Depot", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: settings
         ),
+        // Commits transactions until killed; the crash tests of every driver run it.
+        .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot"], swiftSettings: settings),
         // MARK: gdbm branch: the GDBM driver (system libgdbm via apt libgdbm-dev).
         .systemLibrary(name: "CGDBM", path: "Sources/CGDBM", providers: [.apt(["libgdbm-dev"])]),
         .target(name: "DepotGDBM", dependencies: ["DepotCore", "CGDBM"], swiftSettings: settings),
         .testTarget(name: "DepotGDBMTests", dependencies: ["DepotGDBM", "DepotConformance", "DepotMemory", "CGDBM"], swiftSettings: settings),
         // MARK: end gdbm branch
         .testTarget(name: "DepotCoreTests", dependencies: ["DepotCore"], swiftSettings: settings),
-        .testTarget(name: "DepotMemoryTests", dependencies: ["DepotMemory", "DepotConformance"], swiftSettings: settings),
+        .testTarget(name: "DepotMemoryTests", dependencies: ["Depot", "DepotMemory", "DepotConformance"], swiftSettings: settings),
     ]
 )

@@ -48,7 +48,7 @@ struct ByteWriter {
         bytes.append(UInt8(x))
     }
 
-    mutating func blob<C: Collection<UInt8>>(_ b: C) {
+    mutating func blob<C: Swift.Collection<UInt8>>(_ b: C) {
         varint(b.count)
         bytes.append(contentsOf: b)
     }

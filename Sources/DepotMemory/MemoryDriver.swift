@@ -41,6 +41,7 @@ public final class MemoryDriver: StorageDriver {
         return try body(transaction)
     }
 
+    @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (any WriteTransaction) throws -> T) async throws -> T {
         try checkOpen()
         return try writerLock.withLock {
