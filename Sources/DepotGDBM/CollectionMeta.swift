@@ -2,7 +2,7 @@ import DepotCore
 
 /// A collection's catalog entry: its schema and the greatest integer id it has ever had.
 ///
-/// Stored in `_catalog.gdbm` under `c:NAME` as a sealed value (CRC-32 then payload):
+/// Stored in `_depotsys_catalog.gdbm` under `c:NAME` as a sealed value (CRC-32 then payload):
 /// format version (1), id kind (0 int, 1 string), last assigned id (u64), then the unique
 /// constraints and the indexes, each a varint count of (name, varint field count, fields).
 struct CollectionMeta: Hashable, Sendable {

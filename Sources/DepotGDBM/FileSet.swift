@@ -11,7 +11,13 @@ final class FileSet {
     /// A file was created or removed since the last ``syncAll()``.
     private(set) var directoryChanged = false
 
-    init(directory: String) { self.directory = directory }
+    /// Open files with gdbm's reader mode and never create any.
+    var readOnly: Bool
+
+    init(directory: String, readOnly: Bool = false) {
+        self.directory = directory
+        self.readOnly = readOnly
+    }
 
     func path(_ id: FileID) -> String { directory + "/" + id.fileName }
 
@@ -20,7 +26,7 @@ final class FileSet {
     func file(_ id: FileID, create: Bool) throws -> GDBMFile? {
         if let f = open[id] { return f }
         let path = path(id)
-        if !create && !FileSystem.exists(path) { return nil }
+        if (!create || readOnly) && !FileSystem.exists(path) { return nil }
         if FileSystem.exists(path) {
             // gdbm turns an empty file opened for writing into a new database; for a file we
             // wrote, zero bytes means damage, not "empty".
@@ -30,7 +36,7 @@ final class FileSet {
         } else {
             directoryChanged = true
         }
-        let f = try GDBMFile.open(path: path, name: id.fileName, create: create)
+        let f = try GDBMFile.open(path: path, name: id.fileName, create: create && !readOnly, readOnly: readOnly)
         open[id] = f
         return f
     }

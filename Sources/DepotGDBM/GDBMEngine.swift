@@ -2,6 +2,10 @@ import DepotCore
 import Foundation
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Settings of an open store.
 struct EngineOptions: Sendable, Hashable {
     var durability: Durability = .full
@@ -19,7 +23,7 @@ struct EngineOptions: Sendable, Hashable {
 /// Layout of the store directory:
 /// - `LOCK`: the process lock (``StoreLock``);
 /// - `journal`: the redo journal (``Journal``);
-/// - `data/`: the primary GDBM files that reads use: `_catalog.gdbm`, and per collection
+/// - `data/`: the primary GDBM files that reads use: `_depotsys_catalog.gdbm`, and per collection
 ///   `NAME.records.gdbm` and `NAME.index.gdbm`;
 /// - `backup/`: the same files as of the journal's base sequence (the last checkpoint).
 ///
@@ -53,7 +57,7 @@ final class GDBMEngine: @unchecked Sendable {
         self.directory = directory
         self.options = options
         self.thread = DriverThread(name: "depot.gdbm")
-        self.primary = FileSet(directory: directory + "/data")
+        self.primary = FileSet(directory: directory + "/data", readOnly: options.readOnly)
         self.backup = FileSet(directory: directory + "/backup")
     }
 
@@ -114,10 +118,32 @@ final class GDBMEngine: @unchecked Sendable {
         try FileSystem.makeDirectory(directory)
         try FileSystem.makeDirectory(primary.directory)
         try FileSystem.makeDirectory(backup.directory)
-        let lock = try StoreLock.acquire(path: directory + "/LOCK", exclusive: true, timeoutMilliseconds: options.lockTimeoutMilliseconds)
+        let lockPath = directory + "/LOCK"
+        var lock: StoreLock
+        var shared = false
+        if options.readOnly, let exclusive = try? StoreLock.acquire(path: lockPath, exclusive: true, timeoutMilliseconds: 0) {
+            lock = exclusive
+        } else if options.readOnly {
+            lock = try StoreLock.acquire(path: lockPath, exclusive: false, timeoutMilliseconds: options.lockTimeoutMilliseconds)
+            shared = true
+        } else {
+            lock = try StoreLock.acquire(path: lockPath, exclusive: true, timeoutMilliseconds: options.lockTimeoutMilliseconds)
+        }
         do {
-            try recover()
-            if options.readOnly { try lock.downgrade() }
+            if shared {
+                try checkCleanForSharedReading()
+            } else {
+                // A read-only open that got the lock alone repairs the store first.
+                primary.readOnly = false
+                try recover()
+            }
+            if options.readOnly {
+                journal?.close()
+                journal = nil
+                try lock.downgrade()
+                primary.readOnly = true
+                try loadCatalog()
+            }
         } catch {
             primary.closeAll()
             backup.closeAll()
@@ -178,6 +204,23 @@ final class GDBMEngine: @unchecked Sendable {
         }
     }
 
+    /// A read-only open that shares the lock with other readers cannot repair anything:
+    /// it reads the store only when no recovery is pending (another reader would have done it).
+    private func checkCleanForSharedReading() throws {
+        if FileSystem.exists(journalPath) {
+            let fd = Glibc.open(journalPath, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw GDBMErrors.system(errno, "open", path: journalPath) }
+            defer { Glibc.close(fd) }
+            let (_, records, _) = try Journal.parse(try Journal.readAll(fd, path: journalPath))
+            switch records.last {
+            case nil, .applied?: break
+            case .transaction?, .checkpointBegin?:
+                throw DepotError(.locked, "The GDBM store at '\(directory)' needs recovery, which a read-only open shared with other readers cannot do; open it once for writing.")
+            }
+        }
+        try loadCatalog()
+    }
+
     /// Replaces the primary files with the backup files plus every journaled transaction.
     private func rebuildPrimary(from records: [JournalRecord]) throws {
         rebuilds += 1
@@ -203,7 +246,7 @@ final class GDBMEngine: @unchecked Sendable {
         if !FileSystem.exists(primary.path(.catalog)), !(try FileSystem.gdbmFiles(in: primary.directory)).isEmpty {
             throw GDBMErrors.corrupted("The GDBM store's catalog file is missing.")
         }
-        if let file = try primary.file(.catalog, create: true) {
+        if let file = try primary.file(.catalog, create: !options.readOnly) {
             try file.forEachKey { key in
                 let meta = try file.fetch(Array(key)) { value in try CollectionMeta.decode(key: key, value: value) }
                 if let meta { loaded[meta.schema.name] = meta }

@@ -14,7 +14,7 @@ enum FileID: Hashable, Sendable {
 
     var fileName: String {
         switch self {
-        case .catalog: "_catalog.gdbm"
+        case .catalog: "_depotsys_catalog.gdbm"
         case .records(let c): "\(c.rawValue).records.gdbm"
         case .index(let c): "\(c.rawValue).index.gdbm"
         }
@@ -29,7 +29,7 @@ enum FileID: Hashable, Sendable {
 
     /// Parses a file name found on disk; `nil` for anything that is not one of ours.
     init?(fileName: String) {
-        if fileName == "_catalog.gdbm" {
+        if fileName == "_depotsys_catalog.gdbm" {
             self = .catalog
             return
         }

@@ -258,3 +258,23 @@ func expectCode(_ code: DepotError.Code, sourceLocation: SourceLocation = #_sour
         Issue.record("expected DepotError \(code), got \(error)", sourceLocation: sourceLocation)
     }
 }
+
+extension GDBMDriverTests {
+    @Test func readOnlyProcessesShareButExcludeWriters() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let a = try CollectionName("a")
+        let writer = try await Self.open(dir)
+        try await writer.write { tx in try tx.insert(Record(id: 1), into: a) }
+        try await writer.close()
+        // A shared flock on another open file description stands in for a reader process.
+        let fd = Glibc.open(dir.path + "/store/LOCK", O_RDWR)
+        #expect(flock(fd, LOCK_SH | LOCK_NB) == 0)
+        await expectCode(.locked) { _ = try await Self.open(dir, "?lock_timeout_ms=200") }
+        let reader = try await Self.open(dir, "?readonly=true&lock_timeout_ms=200")
+        #expect(try await reader.read { tx in try tx.get(1, from: a) } != nil)
+        try await reader.close()
+        flock(fd, LOCK_UN)
+        Glibc.close(fd)
+    }
+}

@@ -213,8 +213,8 @@ import Testing
         for dirName in ["data", "backup"] {
             #expect(try run(dirName + "/users.records.gdbm", "count").contains("12"))
             #expect(try run(dirName + "/users.index.gdbm", "count").contains("12"))
-            #expect(try run(dirName + "/_catalog.gdbm", "count").contains("1"))
-            #expect(try run(dirName + "/_catalog.gdbm", "list").contains("c:users"))
+            #expect(try run(dirName + "/_depotsys_catalog.gdbm", "count").contains("1"))
+            #expect(try run(dirName + "/_depotsys_catalog.gdbm", "list").contains("c:users"))
         }
     }
 
