@@ -1,5 +1,10 @@
 import DepotCore
 import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The driver's own thread: every gdbm call, fsync and file operation of one store runs
 /// here, one job at a time, never on Swift's cooperative thread pool.
@@ -13,6 +18,8 @@ final class DriverThread: @unchecked Sendable {
     private let condition = NSCondition()
     private var jobs: [@Sendable () -> Void] = []
     private var stopped = false
+    /// The pthread id of the thread once it runs (0 before).
+    private let threadID = Atomic<UInt>(0)
 
     init(name: String) {
         let thread = Thread { [self] in self.loop() }
@@ -22,6 +29,7 @@ final class DriverThread: @unchecked Sendable {
     }
 
     private func loop() {
+        threadID.store(UInt(pthread_self()), ordering: .releasing)
         while true {
             condition.lock()
             while jobs.isEmpty && !stopped { condition.wait() }
@@ -29,10 +37,17 @@ final class DriverThread: @unchecked Sendable {
                 condition.unlock()
                 return
             }
-            let job = jobs.removeFirst()
+            let batch = jobs
+            jobs.removeAll(keepingCapacity: true)
             condition.unlock()
-            job()
+            for job in batch { job() }
         }
+    }
+
+    /// `true` when called on this thread (a task running here with this executor preferred).
+    var isCurrent: Bool {
+        let id = threadID.load(ordering: .acquiring)
+        return id != 0 && id == UInt(pthread_self())
     }
 
     /// Queues `job`; returns `false` if the thread has stopped.
@@ -48,7 +63,9 @@ final class DriverThread: @unchecked Sendable {
     /// Runs `body` on the thread and returns its result to the awaiting task.
     /// - Throws: what `body` throws; `.closed` if the thread has stopped.
     func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        // Already here (the task prefers this executor): no hop.
+        if isCurrent { return try body() }
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let queued = submit {
                 do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
             }
@@ -76,6 +93,20 @@ final class DriverThread: @unchecked Sendable {
         stopped = true
         condition.broadcast()
         condition.unlock()
+    }
+}
+
+/// The thread is also a task executor: a task that prefers it
+/// (`withTaskExecutorPreference(driver.taskExecutor)`) runs on the store's thread, and its
+/// transactions then run inline, without two thread switches per transaction.
+extension DriverThread: TaskExecutor {
+    func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        if !submit({ unowned.runSynchronously(on: executor) }) {
+            // Stopped: the job must still run somewhere, or its task would never resume.
+            Thread.detachNewThread { unowned.runSynchronously(on: executor) }
+        }
     }
 }
 

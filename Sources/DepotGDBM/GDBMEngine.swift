@@ -66,46 +66,58 @@ final class GDBMEngine: @unchecked Sendable {
     private struct Entry {
         let engine: GDBMEngine
         var count: Int
+        /// The last driver closed it and its shutdown (sync, checkpoint, unlock) is running.
+        var closing = false
     }
 
     private static let registry = Mutex<[String: Entry]>([:])
 
     /// The engine of `directory`, opened if this is the first driver of the process on it.
     /// Options of later drivers on an already open directory are ignored (the first wins).
+    /// While an earlier engine of the directory is shutting down, waits for it to finish.
     static func acquire(directory: String, options: EngineOptions) async throws -> GDBMEngine {
-        let engine = registry.withLock { table -> GDBMEngine in
-            if var entry = table[directory] {
-                entry.count += 1
-                table[directory] = entry
-                return entry.engine
+        while true {
+            let found = registry.withLock { table -> GDBMEngine? in
+                if var entry = table[directory] {
+                    if entry.closing { return nil }
+                    entry.count += 1
+                    table[directory] = entry
+                    return entry.engine
+                }
+                let engine = GDBMEngine(directory: directory, options: options)
+                table[directory] = Entry(engine: engine, count: 1)
+                return engine
             }
-            let engine = GDBMEngine(directory: directory, options: options)
-            table[directory] = Entry(engine: engine, count: 1)
+            guard let engine = found else {
+                try await Task.sleep(nanoseconds: 2_000_000)
+                continue
+            }
+            do {
+                try await engine.thread.run { try engine.openIfNeeded() }
+            } catch {
+                try? await release(engine)
+                throw error
+            }
             return engine
         }
-        do {
-            try await engine.thread.run { try engine.openIfNeeded() }
-        } catch {
-            try? await release(engine)
-            throw error
-        }
-        return engine
     }
 
     /// Drops one reference; the last one syncs, checkpoints and closes the store.
     static func release(_ engine: GDBMEngine) async throws {
         let last = registry.withLock { table -> Bool in
-            guard var entry = table[engine.directory], entry.engine === engine else { return false }
+            guard var entry = table[engine.directory], entry.engine === engine, !entry.closing else { return false }
             entry.count -= 1
-            if entry.count > 0 {
-                table[engine.directory] = entry
-                return false
-            }
-            table[engine.directory] = nil
-            return true
+            entry.closing = entry.count == 0
+            table[engine.directory] = entry
+            return entry.closing
         }
         guard last else { return }
-        defer { engine.thread.stop() }
+        defer {
+            engine.thread.stop()
+            registry.withLock { table in
+                if table[engine.directory]?.engine === engine { table[engine.directory] = nil }
+            }
+        }
         try await engine.thread.run { try engine.shutdown() }
     }
 

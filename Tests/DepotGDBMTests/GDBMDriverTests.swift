@@ -278,3 +278,21 @@ extension GDBMDriverTests {
         Glibc.close(fd)
     }
 }
+
+extension GDBMDriverTests {
+    @Test func tasksPreferringTheStoreThreadRunTransactionsInline() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let a = try CollectionName("a")
+        let driver = try await Self.open(dir)
+        let total = try await withTaskExecutorPreference(driver.taskExecutor) {
+            for i in 1...100 { try await driver.write { tx in try tx.insert(Record(id: .int(Int64(i)), fields: ["n": .int(Int64(i))]), into: a) } }
+            var sum: Int64 = 0
+            for i in 1...100 { sum += try await driver.read { tx in try tx.get(.int(Int64(i)), from: a)?.fields["n"]?.intValue ?? 0 } }
+            return sum
+        }
+        #expect(total == 5050)
+        #expect(try await driver.read { tx in try tx.count(.all, in: a) } == 100)
+        try await driver.close()
+    }
+}
