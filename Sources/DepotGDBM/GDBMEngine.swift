@@ -46,6 +46,8 @@ final class GDBMEngine: @unchecked Sendable {
     /// Increases with every commit (streams use it to notice changes between pages).
     private(set) var generation: UInt64 = 0
     private var commitsSinceMark = 0
+    /// The files the journal's transactions change (what a checkpoint must bring to the backup).
+    private var touchedSinceCheckpoint = Set<FileID>()
     private var isOpen = false
     /// Set when applying a journaled commit failed: the primary files may be partial until
     /// the store is reopened (which rebuilds them).
@@ -191,6 +193,9 @@ final class GDBMEngine: @unchecked Sendable {
         }
         guard let journal else { throw DepotError(.internal, "The journal did not open.") }
         lastSeq = max(journal.baseSeq, records.last?.seq ?? 0)
+        for case .transaction(_, let ops) in records {
+            for op in ops { touchedSinceCheckpoint.insert(op.file) }
+        }
         var rebuilt = false
         switch records.last {
         case nil, .applied?:
@@ -204,6 +209,7 @@ final class GDBMEngine: @unchecked Sendable {
             self.journal?.close()
             self.journal = try Journal.create(path: journalPath, baseSeq: seq)
             records = []
+            touchedSinceCheckpoint = []
         case .transaction?:
             try rebuildPrimary(from: records)
             rebuilt = true
@@ -329,6 +335,7 @@ final class GDBMEngine: @unchecked Sendable {
         let seq = lastSeq + 1
         try journal.append(.transaction(seq: seq, ops: ops), sync: options.durability == .full)
         lastSeq = seq
+        for op in ops { touchedSinceCheckpoint.insert(op.file) }
         do {
             for op in ops { try primary.apply(op) }
         } catch {
@@ -365,17 +372,32 @@ final class GDBMEngine: @unchecked Sendable {
     private func checkpoint() throws {
         guard let journal else { return }
         try journal.append(.checkpointBegin(seq: lastSeq), sync: true)
-        let bytes = try Journal.readAll(journal.fd, path: journal.path, fromStart: true)
-        let (_, records, _) = try Journal.parse(bytes)
-        for case .transaction(let seq, let ops) in records where seq > journal.baseSeq {
-            for op in ops { try backup.apply(op) }
+        let touched = touchedSinceCheckpoint
+        // The primary files are synced here. When the files the journal touched are small
+        // next to it (bulk loads), copying them is far cheaper than replaying every op.
+        let touchedBytes = touched.reduce(0) { $0 + FileSystem.size(primary.path($1)) }
+        if touchedBytes <= 4 * journal.size {
+            backup.closeAll()
+            for id in touched {
+                if FileSystem.exists(primary.path(id)) {
+                    try FileSystem.copy(primary.path(id), to: backup.path(id))
+                } else {
+                    try FileSystem.remove(backup.path(id))
+                }
+            }
+        } else {
+            let (_, records, _) = try Journal.parse(try Journal.readAll(journal.fd, path: journal.path, fromStart: true))
+            for case .transaction(let seq, let ops) in records where seq > journal.baseSeq {
+                for op in ops { try backup.apply(op) }
+            }
+            try backup.syncAll()
+            backup.closeAll()
         }
-        try backup.syncAll()
-        backup.closeAll()
         try FileSystem.syncDirectory(backup.directory)
         let fresh = try Journal.create(path: journalPath, baseSeq: lastSeq)
         journal.close()
         self.journal = fresh
+        touchedSinceCheckpoint = []
     }
 
     // MARK: Integrity

@@ -72,6 +72,13 @@ enum FileOp: Sendable {
     case delete(FileID, key: [UInt8])
     /// Removes the whole file (a dropped collection).
     case drop(FileID)
+
+    /// The file the op changes.
+    var file: FileID {
+        switch self {
+        case .put(let f, _, _), .delete(let f, _), .drop(let f): f
+        }
+    }
 }
 
 /// A record of the redo journal.
@@ -382,15 +389,26 @@ enum FileSystem {
         let dst = Glibc.open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard dst >= 0 else { throw GDBMErrors.system(errno, "create", path: to) }
         defer { Glibc.close(dst) }
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(src, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw GDBMErrors.system(errno, "read", path: from)
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        try chunk.withUnsafeMutableBytes { buffer in
+            guard let base = buffer.baseAddress else { return }
+            while true {
+                let n = Glibc.read(src, base, buffer.count)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw GDBMErrors.system(errno, "read", path: from)
+                }
+                if n == 0 { break }
+                var written = 0
+                while written < n {
+                    let w = Glibc.write(dst, base + written, n - written)
+                    if w < 0 {
+                        if errno == EINTR { continue }
+                        throw GDBMErrors.system(errno, "write", path: to)
+                    }
+                    written += w
+                }
             }
-            if n == 0 { break }
-            try Journal.writeAll(dst, Array(chunk[0..<n]), path: to)
         }
         guard fsync(dst) == 0 else { throw GDBMErrors.system(errno, "sync", path: to) }
     }
