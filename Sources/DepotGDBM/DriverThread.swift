@@ -6,41 +6,51 @@ import Synchronization
 import Glibc
 #endif
 
-/// The driver's own thread: every gdbm call, fsync and file operation of one store runs
-/// here, one job at a time, never on Swift's cooperative thread pool.
+/// Threads of the driver: every gdbm call, fsync and file operation of a store runs on
+/// them, never on Swift's cooperative thread pool.
 ///
-/// Because jobs run one at a time, a transaction's closure (and its commit) never
-/// interleaves with another's: read transactions see one consistent state, writers are
-/// serialized.
+/// A store has two: its writer thread (one worker: write transactions, commits, applying
+/// commits to the files, checkpoints) and its reader pool (several workers: read
+/// transactions, stream pages, integrity checks).
 final class DriverThread: @unchecked Sendable {
-    // @unchecked: `jobs` and `stopped` are read and written only while `condition` is
-    // locked; the thread itself is started once in `init`.
+    // @unchecked: `jobs`, `head` and `stopped` are read and written only while `condition`
+    // is locked; the threads are started once in `init`.
     private let condition = NSCondition()
     private var jobs: [@Sendable () -> Void] = []
+    private var head = 0
     private var stopped = false
-    /// The pthread id of the thread once it runs (0 before).
+    /// The pthread id of the single worker once it runs (0 before, and for pools).
     private let threadID = Atomic<UInt>(0)
 
-    init(name: String) {
-        let thread = Thread { [self] in self.loop() }
-        thread.name = name
-        thread.stackSize = 4 << 20
-        thread.start()
+    init(name: String, workers: Int = 1) {
+        for n in 0..<max(1, workers) {
+            let thread = Thread { [self] in self.loop(recordID: workers == 1) }
+            thread.name = workers == 1 ? name : "\(name).\(n)"
+            thread.stackSize = 4 << 20
+            thread.start()
+        }
     }
 
-    private func loop() {
-        threadID.store(UInt(pthread_self()), ordering: .releasing)
+    private func loop(recordID: Bool) {
+        if recordID { threadID.store(UInt(pthread_self()), ordering: .releasing) }
         while true {
             condition.lock()
-            while jobs.isEmpty && !stopped { condition.wait() }
-            if jobs.isEmpty && stopped {
+            while head == jobs.count && !stopped { condition.wait() }
+            if head == jobs.count && stopped {
                 condition.unlock()
                 return
             }
-            let batch = jobs
-            jobs.removeAll(keepingCapacity: true)
+            let job = jobs[head]
+            head += 1
+            if head == jobs.count {
+                jobs.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head >= 1024 {
+                jobs.removeFirst(head)
+                head = 0
+            }
             condition.unlock()
-            for job in batch { job() }
+            job()
         }
     }
 
@@ -51,7 +61,8 @@ final class DriverThread: @unchecked Sendable {
     }
 
     /// Queues `job`; returns `false` if the thread has stopped.
-    private func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
+    @discardableResult
+    func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         if stopped { return false }
@@ -108,6 +119,29 @@ extension DriverThread: TaskExecutor {
             Thread.detachNewThread { unowned.runSynchronously(on: executor) }
         }
     }
+}
+
+/// A readers-writer lock (pthread): many holders in read mode, or one in write mode.
+final class ReadWriteLock: @unchecked Sendable {
+    // @unchecked: the pthread lock is made for use from many threads; the pointer is
+    // allocated once and freed in deinit.
+    private let lock: UnsafeMutablePointer<pthread_rwlock_t>
+
+    init() {
+        lock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
+        lock.initialize(to: pthread_rwlock_t())
+        pthread_rwlock_init(lock, nil)
+    }
+
+    deinit {
+        pthread_rwlock_destroy(lock)
+        lock.deallocate()
+    }
+
+    func readLock() { pthread_rwlock_rdlock(lock) }
+    func writeLock() { pthread_rwlock_wrlock(lock) }
+    func tryWriteLock() -> Bool { pthread_rwlock_trywrlock(lock) == 0 }
+    func unlock() { pthread_rwlock_unlock(lock) }
 }
 
 /// Carries one result from the driver thread to a blocked caller.

@@ -2,10 +2,16 @@ import DepotCore
 import Foundation
 
 /// The GDBM files of one directory of the store (`data/` or `backup/`), opened on demand
-/// and kept open. Used only on the engine's thread.
+/// and kept open.
+///
+/// Readers on the reader pool call ``file(_:create:)`` (without `create`) concurrently;
+/// `lock` guards the table of open files and every gdbm call. Everything that changes files
+/// runs on the writer thread, with the engine's write lock held when readers could be reading.
 final class FileSet {
     let directory: String
-    private(set) var open: [FileID: GDBMFile] = [:]
+    /// Guards `open` and is held around every gdbm call on these files.
+    let lock = NSLock()
+    private var open: [FileID: GDBMFile] = [:]
     /// Files written since the last ``syncAll()``.
     private(set) var dirty: Set<FileID> = []
     /// A file was created or removed since the last ``syncAll()``.
@@ -24,7 +30,20 @@ final class FileSet {
     /// The open file, opening it if it exists (or creating it when `create`); `nil` when
     /// it does not exist and `create` is false.
     func file(_ id: FileID, create: Bool) throws -> GDBMFile? {
-        if let f = open[id] { return f }
+        if let f = lock.withLock({ open[id] }) { return f }
+        let opened = try openFile(id, create: create)
+        return lock.withLock {
+            // Another reader may have opened it meanwhile: keep one handle.
+            if let existing = open[id] {
+                opened?.close()
+                return existing
+            }
+            if let opened { open[id] = opened }
+            return opened
+        }
+    }
+
+    private func openFile(_ id: FileID, create: Bool) throws -> GDBMFile? {
         let path = path(id)
         if (!create || readOnly) && !FileSystem.exists(path) { return nil }
         if FileSystem.exists(path) {
@@ -36,9 +55,7 @@ final class FileSet {
         } else {
             directoryChanged = true
         }
-        let f = try GDBMFile.open(path: path, name: id.fileName, create: create && !readOnly, readOnly: readOnly)
-        open[id] = f
-        return f
+        return try GDBMFile.open(path: path, name: id.fileName, create: create && !readOnly, readOnly: readOnly, lock: lock)
     }
 
     /// Applies one change.
@@ -53,7 +70,7 @@ final class FileSet {
             try f.delete(key)
             dirty.insert(id)
         case .drop(let id):
-            open.removeValue(forKey: id)?.close()
+            lock.withLock { open.removeValue(forKey: id) }?.close()
             dirty.remove(id)
             try FileSystem.remove(path(id))
             directoryChanged = true
@@ -62,7 +79,7 @@ final class FileSet {
 
     /// gdbm_sync on every written file, then fsync of the directory if it changed.
     func syncAll() throws {
-        for id in dirty { try open[id]?.sync() }
+        for id in dirty { try lock.withLock({ open[id] })?.sync() }
         dirty.removeAll()
         if directoryChanged {
             try FileSystem.syncDirectory(directory)
@@ -72,8 +89,11 @@ final class FileSet {
 
     /// Closes every file (a clean close: sound GDBM files).
     func closeAll() {
-        for (_, f) in open { f.close() }
-        open.removeAll()
+        let files = lock.withLock {
+            defer { open.removeAll() }
+            return Array(open.values)
+        }
+        for f in files { f.close() }
         dirty.removeAll()
     }
 

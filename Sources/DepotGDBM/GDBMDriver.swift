@@ -135,7 +135,9 @@ public final class GDBMDriver: StorageDriver {
     public func read<T: Sendable>(_ body: @escaping @Sendable (any ReadTransaction) throws -> T) async throws -> T {
         try checkOpen()
         let engine = self.engine
-        return try await engine.thread.run { try engine.read(body) }
+        // A task running on the writer thread (it prefers `taskExecutor`) reads right there.
+        if engine.thread.isCurrent { return try engine.read(body) }
+        return try await engine.readers.run { try engine.read(body) }
     }
 
     /// Runs `body` on the store's thread in a write transaction and commits it.
@@ -176,19 +178,15 @@ public final class GDBMDriver: StorageDriver {
     /// Runs on a stream's own thread: asks the store thread for ids, then pages, and hands
     /// the records to `sink` (blocking this thread, never the store's).
     private static func produce(_ query: Query, _ collection: CollectionName, engine: GDBMEngine, sink: RecordSink) throws {
-        let (ids, generation) = try engine.thread.runBlocking { () -> ([RecordID], UInt64) in
-            let tx = try engine.makeReadTransaction()
-            defer { tx.isValid = false }
-            return (try tx.orderedIDs(query, in: collection), engine.generation)
+        let (ids, generation) = try engine.readers.runBlocking { () -> ([RecordID], UInt64) in
+            try engine.read { tx in (try tx.orderedIDs(query, in: collection), tx.generation) }
         }
         var start = 0
         while start < ids.count {
             let page = ids[start..<min(ids.count, start + 256)]
             start += page.count
-            let records = try engine.thread.runBlocking { () -> [Record] in
-                let tx = try engine.makeReadTransaction()
-                defer { tx.isValid = false }
-                return try tx.records(page, in: collection, recheck: engine.generation == generation ? nil : query.filter)
+            let records = try engine.readers.runBlocking { () -> [Record] in
+                try engine.read { tx in try tx.records(page, in: collection, recheck: tx.generation == generation ? nil : query.filter) }
             }
             for record in records { try sink.send(record) }
         }
@@ -199,7 +197,7 @@ public final class GDBMDriver: StorageDriver {
     public func integrityCheck() async throws -> [String] {
         try checkOpen()
         let engine = self.engine
-        return try await engine.thread.run { try engine.integrityCheck() }
+        return try await engine.readers.run { try engine.integrityCheck() }
     }
 
     /// Closes this driver. The last driver of the process on the store syncs the files,

@@ -27,41 +27,67 @@ struct EngineOptions: Sendable, Hashable {
 ///   `NAME.records.gdbm` and `NAME.index.gdbm`;
 /// - `backup/`: the same files as of the journal's base sequence (the last checkpoint).
 ///
-/// Every mutable property is touched only on ``thread``.
+/// Threads: write transactions, commits, applying commits to the files, sync points,
+/// checkpoints, opening and closing run on ``thread`` (the writer thread); read transactions
+/// run on ``readers`` (a pool), concurrently with each other and with the writer.
+///
+/// Snapshots: a commit is journaled and then published as a ``CommittedLayer`` (its changes
+/// in memory); it is applied to the GDBM files only when no read transaction is open (the
+/// writer takes ``filesLock`` for writing; every read transaction holds it for reading). A
+/// read transaction sees the files plus the layers published when it began, so it keeps one
+/// snapshot however many writers commit meanwhile, and the files never change under it.
 final class GDBMEngine: @unchecked Sendable {
-    // @unchecked: all mutable state below is confined to `thread` (every access happens in
-    // a job run by `thread.run`/`runBlocking`); `directory`, `options` and `thread` are
-    // immutable, and the registry's counts live in a Mutex.
+    // @unchecked: the properties under "writer thread" are touched only by jobs on `thread`
+    // (opening, writing, applying, closing); those under "shared" only while `state` is
+    // locked; `filesLock`, `primary` (internally locked) and the immutable lets are safe
+    // from any thread.
     let directory: String
     let options: EngineOptions
     let thread: DriverThread
+    let readers: DriverThread
+    let primary: FileSet
+    /// Read mode: a read transaction is open on the files. Write mode: the files change.
+    let filesLock = ReadWriteLock()
 
+    // Writer thread.
     private var lock: StoreLock?
     private var journal: Journal?
-    let primary: FileSet
     private let backup: FileSet
-    /// The committed catalog.
-    private(set) var catalog: [CollectionName: CollectionMeta] = [:]
-    private(set) var lastSeq: UInt64 = 0
-    /// Increases with every commit (streams use it to notice changes between pages).
-    private(set) var generation: UInt64 = 0
+    private var lastSeq: UInt64 = 0
     private var commitsSinceMark = 0
     /// The files the journal's transactions change (what a checkpoint must bring to the backup).
     private var touchedSinceCheckpoint = Set<FileID>()
-    private var isOpen = false
-    /// Set when applying a journaled commit failed: the primary files may be partial until
-    /// the store is reopened (which rebuilds them).
-    private var failure: DepotError?
-    /// How many times the open path rebuilt the primary files (tests read it).
+    /// How many times the open path rebuilt the primary files (tests read it after opening).
     private(set) var rebuilds = 0
+
+    // Shared, guarded by `state`.
+    private struct Shared {
+        var catalog: [CollectionName: CollectionMeta] = [:]
+        /// Commits published but not yet applied to the files, oldest first.
+        var pending: [CommittedLayer] = []
+        var generation: UInt64 = 0
+        var isOpen = false
+        /// Set when applying a journaled commit failed: the files may be partial until the
+        /// store is reopened (which rebuilds them).
+        var failure: DepotError?
+        var applyScheduled = false
+    }
+
+    private let state = Mutex(Shared())
 
     private init(directory: String, options: EngineOptions) {
         self.directory = directory
         self.options = options
-        self.thread = DriverThread(name: "depot.gdbm")
+        self.thread = DriverThread(name: "depot.gdbm.writer")
+        self.readers = DriverThread(name: "depot.gdbm.reader", workers: 4)
         self.primary = FileSet(directory: directory + "/data", readOnly: options.readOnly)
         self.backup = FileSet(directory: directory + "/backup")
     }
+
+    /// The committed catalog.
+    var catalog: [CollectionName: CollectionMeta] { state.withLock { $0.catalog } }
+    /// Increases with every commit (streams use it to notice changes between pages).
+    var generation: UInt64 { state.withLock { $0.generation } }
 
     // MARK: Process-wide registry
 
@@ -116,6 +142,7 @@ final class GDBMEngine: @unchecked Sendable {
         guard last else { return }
         defer {
             engine.thread.stop()
+            engine.readers.stop()
             registry.withLock { table in
                 if table[engine.directory]?.engine === engine { table[engine.directory] = nil }
             }
@@ -128,7 +155,7 @@ final class GDBMEngine: @unchecked Sendable {
     private var journalPath: String { directory + "/journal" }
 
     private func openIfNeeded() throws {
-        if isOpen { return }
+        if state.withLock({ $0.isOpen }) { return }
         try FileSystem.makeDirectory(directory)
         try FileSystem.makeDirectory(primary.directory)
         try FileSystem.makeDirectory(backup.directory)
@@ -167,7 +194,7 @@ final class GDBMEngine: @unchecked Sendable {
             throw error
         }
         self.lock = lock
-        isOpen = true
+        state.withLock { $0.isOpen = true }
     }
 
     /// Brings the files to the last committed transaction (see Docs/GDBMDriver.md):
@@ -275,13 +302,18 @@ final class GDBMEngine: @unchecked Sendable {
             _ = try primary.file(.records(name), create: false)
             _ = try primary.file(.index(name), create: false)
         }
-        catalog = loaded
+        state.withLock { $0.catalog = loaded }
     }
 
     private func shutdown() throws {
-        guard isOpen else { return }
-        isOpen = false
+        let wasOpen = state.withLock { shared -> Bool in
+            defer { shared.isOpen = false }
+            return shared.isOpen
+        }
+        guard wasOpen else { return }
+        filesLock.writeLock()
         defer {
+            filesLock.unlock()
             primary.closeAll()
             backup.closeAll()
             journal?.close()
@@ -289,32 +321,61 @@ final class GDBMEngine: @unchecked Sendable {
             lock?.release()
             lock = nil
         }
-        guard failure == nil, !options.readOnly else { return }
+        guard state.withLock({ $0.failure }) == nil, !options.readOnly else { return }
+        try applyPending()
         try syncPoint(forceCheckpoint: true)
     }
 
     // MARK: Transactions
 
     private func checkUsable() throws {
-        guard isOpen else { throw DepotError(.closed, "The GDBM store is closed.") }
+        let (open, failure) = state.withLock { ($0.isOpen, $0.failure) }
+        guard open else { throw DepotError(.closed, "The GDBM store is closed.") }
         if let failure {
             throw DepotError(.io, "An earlier commit could not be applied to the GDBM files; reopen the store to recover it.", cause: failure)
         }
     }
 
-    /// Runs a read transaction (on the engine thread).
-    func read<T>(_ body: (any ReadTransaction) throws -> T) throws -> T {
+    /// A transaction over the current committed state (catalog, files, pending layers).
+    private func begin(writable: Bool) -> GDBMTransaction {
+        let (catalog, layers, generation) = state.withLock { ($0.catalog, $0.pending, $0.generation) }
+        return GDBMTransaction(engine: self, writable: writable, catalog: catalog, layers: layers, generation: generation)
+    }
+
+    /// Runs a read transaction on the calling thread (a reader-pool thread, or the writer
+    /// thread for a task that prefers it), holding the files lock in read mode.
+    func read<T>(_ body: (GDBMTransaction) throws -> T) throws -> T {
         try checkUsable()
-        let tx = GDBMTransaction(engine: self, writable: false)
+        filesLock.readLock()
+        defer {
+            filesLock.unlock()
+            scheduleApply()
+        }
+        let tx = begin(writable: false)
         defer { tx.isValid = false }
         return try body(tx)
     }
 
-    /// Runs a write transaction and commits it (on the engine thread).
+    /// After the last reader of a snapshot leaves, the writer thread applies pending commits.
+    private func scheduleApply() {
+        let needed = state.withLock { shared -> Bool in
+            guard !shared.pending.isEmpty, !shared.applyScheduled, shared.isOpen else { return false }
+            shared.applyScheduled = true
+            return true
+        }
+        if needed {
+            thread.submit { [self] in
+                state.withLock { $0.applyScheduled = false }
+                tryApply()
+            }
+        }
+    }
+
+    /// Runs a write transaction and commits it (on the writer thread).
     func write<T>(_ body: (any WriteTransaction) throws -> T) throws -> T {
         try checkUsable()
         guard !options.readOnly else { throw DepotError(.unsupported, "The GDBM store was opened read-only (readonly=true).") }
-        let tx = GDBMTransaction(engine: self, writable: true)
+        let tx = begin(writable: true)
         defer { tx.isValid = false }
         let result = try body(tx)
         tx.isValid = false
@@ -322,41 +383,55 @@ final class GDBMEngine: @unchecked Sendable {
         return result
     }
 
-    /// A fresh read transaction for a stream page (on the engine thread).
-    func makeReadTransaction() throws -> GDBMTransaction {
-        try checkUsable()
-        return GDBMTransaction(engine: self, writable: false)
-    }
-
-    /// Journals, applies and publishes a finished write transaction.
+    /// Journals and publishes a finished write transaction, then applies it to the files
+    /// if no reader is open. Once the journal write returns, the commit is durable (per the
+    /// durability setting) and visible to every later transaction.
     private func commit(_ tx: GDBMTransaction) throws {
-        let ops = tx.finish(committedCatalog: catalog)
+        let ops = tx.finish()
         guard !ops.isEmpty, let journal else { return }
         let seq = lastSeq + 1
         try journal.append(.transaction(seq: seq, ops: ops), sync: options.durability == .full)
         lastSeq = seq
         for op in ops { touchedSinceCheckpoint.insert(op.file) }
+        let layer = CommittedLayer(seq: seq, changes: tx.overlayChanges, ops: ops)
+        state.withLock { shared in
+            shared.pending.append(layer)
+            shared.catalog = tx.catalog
+            shared.generation &+= 1
+        }
+        tryApply()
+    }
+
+    /// Applies pending commits if no read transaction is open (writer thread).
+    private func tryApply() {
+        guard filesLock.tryWriteLock() else { return }
+        defer { filesLock.unlock() }
         do {
-            for op in ops { try primary.apply(op) }
-        } catch {
-            failure = DepotError.wrap(error, as: .io, "Applying a commit failed.")
-            throw error
-        }
-        catalog = tx.catalog
-        generation &+= 1
-        commitsSinceMark += 1
-        if commitsSinceMark >= options.syncEveryCommits || journal.size >= options.checkpointBytes {
-            do { try syncPoint(forceCheckpoint: false) } catch {
-                failure = DepotError.wrap(error, as: .io, "Syncing the GDBM files failed.")
-                throw error
+            try applyPending()
+            if commitsSinceMark >= options.syncEveryCommits || (journal?.size ?? 0) >= options.checkpointBytes {
+                try syncPoint(forceCheckpoint: false)
             }
+        } catch {
+            state.withLock { $0.failure = DepotError.wrap(error, as: .io, "Applying a commit to the GDBM files failed.") }
         }
+    }
+
+    /// Applies every pending commit to the primary files. Needs the files lock in write mode.
+    private func applyPending() throws {
+        let layers = state.withLock { $0.pending }
+        guard !layers.isEmpty else { return }
+        for layer in layers {
+            for op in layer.ops { try primary.apply(op) }
+        }
+        state.withLock { $0.pending.removeFirst(layers.count) }
+        commitsSinceMark += layers.count
     }
 
     /// Syncs the primary files and marks the journal `applied`; checkpoints when the journal
     /// is large (or `forceCheckpoint` and it holds any transaction).
     private func syncPoint(forceCheckpoint: Bool) throws {
-        guard let journal else { return }
+        // An `applied` mark must cover every journaled transaction.
+        guard let journal, state.withLock({ $0.pending.isEmpty }) else { return }
         if commitsSinceMark > 0 {
             try primary.syncAll()
             try journal.sync()
@@ -402,15 +477,14 @@ final class GDBMEngine: @unchecked Sendable {
 
     // MARK: Integrity
 
-    /// Checks every stored record, catalog entry and index entry.
+    /// Checks every stored record, catalog entry and index entry (as a read transaction).
     func integrityCheck() throws -> [String] {
-        try checkUsable()
-        var problems: [String] = []
-        let tx = GDBMTransaction(engine: self, writable: false)
-        defer { tx.isValid = false }
-        for (name, meta) in catalog.sorted(by: { $0.key < $1.key }) {
-            problems += tx.verify(collection: name, meta: meta)
+        try read { tx in
+            var problems: [String] = []
+            for (name, meta) in tx.catalog.sorted(by: { $0.key < $1.key }) {
+                problems += tx.verify(collection: name, meta: meta)
+            }
+            return problems
         }
-        return problems
     }
 }

@@ -6,7 +6,7 @@ import Foundation
 /// closure it was given to.
 ///
 /// A write transaction touches no file until commit: its changes (records, index entries,
-/// catalog entries) wait in ``overlays`` and ``postings``, and ``finish(committedCatalog:)``
+/// catalog entries) wait in ``overlays`` and ``postings``, and ``finish()``
 /// turns them into the physical ops the engine journals and applies.
 final class GDBMTransaction: WriteTransaction {
     let engine: GDBMEngine
@@ -14,6 +14,11 @@ final class GDBMTransaction: WriteTransaction {
     var isValid = true
     /// The catalog as this transaction sees it (committed plus its own changes).
     private(set) var catalog: [CollectionName: CollectionMeta]
+    /// The committed catalog when the transaction began.
+    private let startCatalog: [CollectionName: CollectionMeta]
+    /// Commits published but not yet applied to the files when the transaction began,
+    /// oldest first: part of its snapshot.
+    private let layers: [CommittedLayer]
 
     enum Change {
         case put([UInt8])
@@ -30,11 +35,20 @@ final class GDBMTransaction: WriteTransaction {
     /// Index posting lists changed in this transaction: collection → entry key → record keys.
     private var postings: [CollectionName: [[UInt8]: Set<[UInt8]>]] = [:]
 
-    init(engine: GDBMEngine, writable: Bool) {
+    /// The commit count of the snapshot.
+    let generation: UInt64
+
+    init(engine: GDBMEngine, writable: Bool, catalog: [CollectionName: CollectionMeta], layers: [CommittedLayer], generation: UInt64) {
         self.engine = engine
+        self.generation = generation
         self.writable = writable
-        self.catalog = engine.catalog
+        self.catalog = catalog
+        self.startCatalog = catalog
+        self.layers = layers
     }
+
+    /// This transaction's changes per file (after ``finish()``): a commit's layer.
+    var overlayChanges: [FileID: Overlay] { overlays }
 
     private func checkValid() throws {
         guard isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
@@ -48,19 +62,86 @@ final class GDBMTransaction: WriteTransaction {
     // MARK: Raw access
 
     private func committedFile(_ id: FileID) throws -> GDBMFile? {
-        guard let collection = id.collection, engine.catalog[collection] != nil else { return nil }
-        return try engine.primary.file(id, create: false)
+        try engine.primary.file(id, create: false)
+    }
+
+    /// Where the snapshot's value of `key` in `file` is.
+    private enum Found {
+        case value([UInt8])
+        case absent
+        /// Not changed since the files were last written: read the file.
+        case inFile
+    }
+
+    private func find(_ file: FileID, _ key: [UInt8]) -> Found {
+        if let overlay = overlays[file] {
+            if let change = overlay.changes[key] {
+                if case .put(let value) = change { return .value(value) }
+                return .absent
+            }
+            if overlay.cleared { return .absent }
+        }
+        for layer in layers.reversed() {
+            guard let overlay = layer.changes[file] else { continue }
+            if let change = overlay.changes[key] {
+                if case .put(let value) = change { return .value(value) }
+                return .absent
+            }
+            if overlay.cleared { return .absent }
+        }
+        return .inFile
     }
 
     private func raw(_ id: FileID, _ key: [UInt8]) throws -> [UInt8]? {
-        if let overlay = overlays[id] {
-            if let change = overlay.changes[key] {
-                if case .put(let value) = change { return value }
-                return nil
-            }
-            if overlay.cleared { return nil }
+        switch find(id, key) {
+        case .value(let value): return value
+        case .absent: return nil
+        case .inFile: return try committedFile(id)?.fetch(key)
         }
-        return try committedFile(id)?.fetch(key)
+    }
+
+    /// The snapshot's changes to `file` over what the file holds, and whether the file's
+    /// own contents still count (not when the file was dropped or rebuilt since).
+    private func merged(_ file: FileID) -> (fileVisible: Bool, changes: [[UInt8]: Change]) {
+        var visible = true
+        var changes: [[UInt8]: Change] = [:]
+        let stack = layers.compactMap { $0.changes[file] } + (overlays[file].map { [$0] } ?? [])
+        for overlay in stack {
+            if overlay.cleared {
+                visible = false
+                changes = [:]
+            }
+            if changes.isEmpty {
+                changes = overlay.changes
+            } else {
+                changes.merge(overlay.changes) { _, new in new }
+            }
+        }
+        return (visible, changes)
+    }
+
+    /// Calls `body` with every key and value of `file` in the snapshot until it returns `false`.
+    private func scanRaw(_ file: FileID, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
+        let (visible, changes) = merged(file)
+        var stopped = false
+        if visible, let committed = try committedFile(file) {
+            try committed.forEachKey { key in
+                let keyBytes = Array(key)
+                if !changes.isEmpty && changes[keyBytes] != nil { return true }
+                let keep = try committed.fetch(keyBytes) { value in try body(key, value) }
+                if keep == false {
+                    stopped = true
+                    return false
+                }
+                return true
+            }
+        }
+        guard !stopped else { return }
+        for (key, change) in changes {
+            guard case .put(let value) = change else { continue }
+            let keep = try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try body(k, v) } }
+            if !keep { return }
+        }
     }
 
     private func setRaw(_ id: FileID, _ key: [UInt8], _ change: Change) {
@@ -86,42 +167,20 @@ final class GDBMTransaction: WriteTransaction {
 
     private func loadRecord(_ collection: CollectionName, key: [UInt8]) throws -> Record? {
         let file = FileID.records(collection)
-        if let overlay = overlays[file] {
-            if let change = overlay.changes[key] {
-                guard case .put(let value) = change else { return nil }
-                return try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try decodeRecord(collection, key: k, value: v) } }
-            }
-            if overlay.cleared { return nil }
+        switch find(file, key) {
+        case .value(let value):
+            return try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try decodeRecord(collection, key: k, value: v) } }
+        case .absent:
+            return nil
+        case .inFile:
+            guard let committed = try committedFile(file) else { return nil }
+            return try committed.fetch(key) { value in try key.withUnsafeBytes { k in try decodeRecord(collection, key: k, value: value) } }
         }
-        guard let committed = try committedFile(file) else { return nil }
-        return try committed.fetch(key) { value in try key.withUnsafeBytes { k in try decodeRecord(collection, key: k, value: value) } }
     }
 
-    /// Calls `body` with every record of the collection (committed ones not overridden by
-    /// this transaction, then this transaction's own) until it returns `false`.
+    /// Calls `body` with every record of the collection in the snapshot until it returns `false`.
     private func scan(_ collection: CollectionName, _ body: (Record) throws -> Bool) throws {
-        let file = FileID.records(collection)
-        let overlay = overlays[file]
-        var stopped = false
-        if !(overlay?.cleared ?? false), let committed = try committedFile(file) {
-            let changes = overlay?.changes ?? [:]
-            try committed.forEachKey { key in
-                let keyBytes = Array(key)
-                if !changes.isEmpty && changes[keyBytes] != nil { return true }
-                guard let record = try committed.fetch(keyBytes, { value in try decodeRecord(collection, key: key, value: value) }) else { return true }
-                if try !body(record) {
-                    stopped = true
-                    return false
-                }
-                return true
-            }
-        }
-        guard !stopped, let overlay else { return }
-        for (key, change) in overlay.changes {
-            guard case .put(let value) = change else { continue }
-            let record = try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try decodeRecord(collection, key: k, value: v) } }
-            if try !body(record) { return }
-        }
+        try scanRaw(.records(collection)) { key, value in try body(try decodeRecord(collection, key: key, value: value)) }
     }
 
     // MARK: Index entries
@@ -382,7 +441,7 @@ final class GDBMTransaction: WriteTransaction {
         try checkValid()
         try filter.validate()
         guard let meta = catalog[collection] else { return 0 }
-        if case .all = filter, overlays[.records(collection)] == nil {
+        if case .all = filter, overlays[.records(collection)] == nil, !layers.contains(where: { $0.changes[.records(collection)] != nil }) {
             return try committedFile(.records(collection))?.count() ?? 0
         }
         var n = 0
@@ -529,8 +588,9 @@ final class GDBMTransaction: WriteTransaction {
 
     // MARK: Commit
 
-    /// The physical changes of this transaction, relative to `committedCatalog`.
-    func finish(committedCatalog: [CollectionName: CollectionMeta]) -> [FileOp] {
+    /// The physical changes of this transaction, relative to the catalog it began with.
+    func finish() -> [FileOp] {
+        let committedCatalog = startCatalog
         for (collection, entries) in postings {
             for (key, ids) in entries {
                 setRaw(.index(collection), key, ids.isEmpty ? .delete : .put(GDBMTransaction.encodePosting(ids)))
@@ -566,44 +626,43 @@ final class GDBMTransaction: WriteTransaction {
         var uniques: [[UInt8]: [UInt8]] = [:]
         var indexes: [[UInt8]: Set<[UInt8]>] = [:]
         do {
-            if let file = try committedFile(.records(collection)) {
-                for key in try file.allKeys() {
-                    do {
-                        guard let record = try loadRecord(collection, key: key) else { continue }
-                        if record.id.kind != meta.schema.idKind { problems.append("\(collection): record \(record.id) has a \(record.id.kind) id") }
-                        if case .int(let i) = record.id, i > meta.lastAssignedID {
-                            problems.append("\(collection): record \(record.id) is above the last assigned id \(meta.lastAssignedID)")
-                        }
-                        for u in meta.schema.uniqueConstraints {
-                            guard let k = u.key(for: record) else { continue }
-                            let entry = GDBMTransaction.uniqueEntryKey(u.name, k)
-                            if uniques[entry] != nil { problems.append("\(collection): records break unique constraint '\(u.name)'") }
-                            uniques[entry] = key
-                        }
-                        for i in meta.schema.indexes {
-                            guard let k = GDBMTransaction.indexKey(i.fields, record) else { continue }
-                            indexes[GDBMTransaction.indexEntryKey(i.name, k), default: []].insert(key)
-                        }
-                    } catch {
-                        problems.append("\(collection): \(error)")
+            try scanRaw(.records(collection)) { keyRaw, valueRaw in
+                let key = Array(keyRaw)
+                do {
+                    let record = try decodeRecord(collection, key: keyRaw, value: valueRaw)
+                    if record.id.kind != meta.schema.idKind { problems.append("\(collection): record \(record.id) has a \(record.id.kind) id") }
+                    if case .int(let i) = record.id, i > meta.lastAssignedID {
+                        problems.append("\(collection): record \(record.id) is above the last assigned id \(meta.lastAssignedID)")
                     }
+                    for u in meta.schema.uniqueConstraints {
+                        guard let k = u.key(for: record) else { continue }
+                        let entry = GDBMTransaction.uniqueEntryKey(u.name, k)
+                        if uniques[entry] != nil { problems.append("\(collection): records break unique constraint '\(u.name)'") }
+                        uniques[entry] = key
+                    }
+                    for i in meta.schema.indexes {
+                        guard let k = GDBMTransaction.indexKey(i.fields, record) else { continue }
+                        indexes[GDBMTransaction.indexEntryKey(i.name, k), default: []].insert(key)
+                    }
+                } catch {
+                    problems.append("\(collection): \(error)")
                 }
+                return true
             }
-            if let file = try committedFile(.index(collection)) {
-                for key in try file.allKeys() {
-                    guard let value = try file.fetch(key) else { continue }
-                    if key.first == UInt8(ascii: "U") {
-                        let owner = value.withUnsafeBytes { BinaryCodec.unsealed($0).map(Array.init) }
-                        if owner == nil || uniques.removeValue(forKey: key) != owner {
-                            problems.append("\(collection): a unique-constraint entry does not match the records")
-                        }
-                    } else {
-                        let set = value.withUnsafeBytes { GDBMTransaction.decodePosting($0) }
-                        if set == nil || indexes.removeValue(forKey: key) != set {
-                            problems.append("\(collection): an index entry does not match the records")
-                        }
+            try scanRaw(.index(collection)) { keyRaw, value in
+                let key = Array(keyRaw)
+                if key.first == UInt8(ascii: "U") {
+                    let owner = BinaryCodec.unsealed(value).map(Array.init)
+                    if owner == nil || uniques.removeValue(forKey: key) != owner {
+                        problems.append("\(collection): a unique-constraint entry does not match the records")
+                    }
+                } else {
+                    let set = GDBMTransaction.decodePosting(value)
+                    if set == nil || indexes.removeValue(forKey: key) != set {
+                        problems.append("\(collection): an index entry does not match the records")
                     }
                 }
+                return true
             }
             if !uniques.isEmpty { problems.append("\(collection): \(uniques.count) unique-constraint entries are missing") }
             if !indexes.isEmpty { problems.append("\(collection): \(indexes.count) index entries are missing") }
@@ -611,5 +670,19 @@ final class GDBMTransaction: WriteTransaction {
             problems.append("\(collection): \(error)")
         }
         return problems
+    }
+}
+
+/// A commit published to readers but not yet applied to the GDBM files: its changes per
+/// file (what reads consult) and its ops (what the writer applies). Immutable.
+final class CommittedLayer: Sendable {
+    let seq: UInt64
+    let changes: [FileID: GDBMTransaction.Overlay]
+    let ops: [FileOp]
+
+    init(seq: UInt64, changes: [FileID: GDBMTransaction.Overlay], ops: [FileOp]) {
+        self.seq = seq
+        self.changes = changes
+        self.ops = ops
     }
 }
