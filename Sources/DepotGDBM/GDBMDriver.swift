@@ -36,11 +36,12 @@ public final class GDBMDriver: StorageDriver {
     let engine: GDBMEngine
     private let closed = Mutex(false)
 
-    /// The store's own thread as a task executor.
+    /// The store's writer thread as a task executor.
     ///
-    /// Transactions always run on the store's thread; a task that awaits them from elsewhere
-    /// pays two thread switches per transaction. A hot loop of small transactions (point
-    /// reads) can run on the store's thread itself and pay none:
+    /// Transactions run on the store's own threads (writes on the writer thread, reads on a
+    /// reader pool); a task that awaits them from elsewhere pays two thread switches per
+    /// transaction. A hot loop of small transactions (point reads) can run on the writer
+    /// thread itself and pay none:
     ///
     /// ```swift
     /// try await withTaskExecutorPreference(driver.taskExecutor) {
@@ -48,7 +49,7 @@ public final class GDBMDriver: StorageDriver {
     /// }
     /// ```
     ///
-    /// While such a task runs, other work on the store waits for its next suspension point.
+    /// While such a task runs, writes from other tasks wait for its next suspension point.
     public var taskExecutor: any TaskExecutor { engine.thread }
 
     /// The store directory (absolute).
@@ -130,7 +131,8 @@ public final class GDBMDriver: StorageDriver {
         if closed.withLock({ $0 }) { throw DepotError(.closed, "The GDBM store is closed.") }
     }
 
-    /// Runs `body` on the store's thread in a read transaction.
+    /// Runs `body` in a read transaction on the store's reader pool: one snapshot, unaffected by
+    /// writers that commit meanwhile.
     /// - Throws: what `body` throws, `.closed`, `.corrupted`, `.io`.
     public func read<T: Sendable>(_ body: @escaping @Sendable (any ReadTransaction) throws -> T) async throws -> T {
         try checkOpen()
@@ -140,7 +142,7 @@ public final class GDBMDriver: StorageDriver {
         return try await engine.readers.run { try engine.read(body) }
     }
 
-    /// Runs `body` on the store's thread in a write transaction and commits it.
+    /// Runs `body` in a write transaction on the store's writer thread and commits it.
     /// - Throws: what `body` throws (nothing is written then), `.closed`, `.io`, `.unsupported` (read-only).
     public func write<T: Sendable>(_ body: @escaping @Sendable (any WriteTransaction) throws -> T) async throws -> T {
         try checkOpen()

@@ -400,7 +400,19 @@ final class GDBMEngine: @unchecked Sendable {
             shared.generation &+= 1
         }
         tryApply()
+        // Readers that never let go would make pending commits pile up in memory: past a
+        // bound, the commit waits until no reader is open and applies them.
+        if state.withLock({ $0.pending.count }) >= GDBMEngine.maximumPendingCommits {
+            filesLock.writeLock()
+            defer { filesLock.unlock() }
+            do { try applyPending() } catch {
+                state.withLock { $0.failure = DepotError.wrap(error, as: .io, "Applying a commit to the GDBM files failed.") }
+            }
+        }
     }
+
+    /// How many commits may wait in memory for readers to finish before a commit waits too.
+    static let maximumPendingCommits = 4096
 
     /// Applies pending commits if no read transaction is open (writer thread).
     private func tryApply() {

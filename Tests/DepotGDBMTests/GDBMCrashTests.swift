@@ -18,9 +18,9 @@ import Testing
     }
 
     @Test func survivesKillNineWithDurabilityNormal() async throws {
-        let report = try await trials(options: "?durability=normal&checkpoint_kb=96&sync_every=16", trials: 30, seed: 7, maxDelay: 250)
+        let report = try await trials(options: "?durability=normal&checkpoint_kb=96&sync_every=16", trials: 20, seed: 7, maxDelay: 250)
         print("gdbm crash trials (durability=normal, checkpoint_kb=96, sync_every=16): \(report)")
-        #expect(report.trials == 30)
+        #expect(report.trials == 20)
     }
 
     func trials(options: String, trials: Int, seed: UInt64, maxDelay: Int) async throws -> CrashTrialReport {

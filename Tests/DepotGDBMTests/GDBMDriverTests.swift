@@ -296,3 +296,59 @@ extension GDBMDriverTests {
         try await driver.close()
     }
 }
+
+extension GDBMDriverTests {
+    @Test func readersSeeConsistentSnapshotsWhileWritersCommit() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let accounts = try CollectionName("accounts"), scratch = try CollectionName("scratch")
+        let driver = try await Self.open(dir, "?durability=normal&sync_every=7")
+        try await driver.write { tx in
+            try tx.prepare(CollectionSchema(name: accounts, idKind: .int, indexes: [IndexDefinition(["owner"])]))
+            for i in 1...10 { try tx.insert(Record(id: .int(Int64(i)), fields: ["balance": 100, "owner": .int(Int64(i % 3))]), into: accounts) }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for w in 0..<3 {
+                group.addTask {
+                    var rng = SplitMix(seed: UInt64(w + 1))
+                    for round in 0..<40 {
+                        let from = Int64(rng.next() % 10 + 1), to = Int64(rng.next() % 10 + 1), amount = Int64(rng.next() % 50)
+                        try await driver.write { tx in
+                            guard from != to, let a = try tx.get(.int(from), from: accounts), let b = try tx.get(.int(to), from: accounts) else { return }
+                            let ab = a.fields["balance"]?.intValue ?? 0, bb = b.fields["balance"]?.intValue ?? 0
+                            try tx.update(Record(id: .int(from), fields: ["balance": .int(ab - amount), "owner": .int(to % 3)]), in: accounts)
+                            try tx.update(Record(id: .int(to), fields: ["balance": .int(bb + amount), "owner": .int(from % 3)]), in: accounts)
+                            if round % 5 == 0 {
+                                _ = try tx.dropCollection(scratch)
+                                try tx.insert(Record(id: .int(Int64(round)), fields: ["w": .int(Int64(w))]), into: scratch)
+                            }
+                        }
+                    }
+                }
+            }
+            for _ in 0..<4 {
+                group.addTask {
+                    for _ in 0..<40 {
+                        let (sum, count, owners, scratchCount) = try await driver.read { tx in
+                            let all = try tx.query(Query(), in: accounts)
+                            let byOwner = try (0..<3).map { try tx.query(Query(filter: Field("owner") == Int64($0)), in: accounts).count }
+                            return (all.reduce(Int64(0)) { $0 + ($1.fields["balance"]?.intValue ?? 0) }, all.count, byOwner.reduce(0, +), try tx.count(.all, in: scratch))
+                        }
+                        #expect(sum == 1000)
+                        #expect(count == 10)
+                        #expect(owners == 10)
+                        #expect(scratchCount <= 1)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await driver.integrityCheck().isEmpty)
+        try await driver.close()
+        let reopened = try await Self.open(dir)
+        let sum = try await reopened.read { tx in try tx.query(Query(), in: accounts).reduce(Int64(0)) { $0 + ($1.fields["balance"]?.intValue ?? 0) } }
+        #expect(sum == 1000)
+        #expect(try await reopened.integrityCheck().isEmpty)
+        try await reopened.close()
+    }
+}
