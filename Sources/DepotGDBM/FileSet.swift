@@ -30,14 +30,10 @@ final class FileSet {
     /// The open file, opening it if it exists (or creating it when `create`); `nil` when
     /// it does not exist and `create` is false.
     func file(_ id: FileID, create: Bool) throws -> GDBMFile? {
-        if let f = lock.withLock({ open[id] }) { return f }
-        let opened = try openFile(id, create: create)
-        return lock.withLock {
-            // Another reader may have opened it meanwhile: keep one handle.
-            if let existing = open[id] {
-                opened?.close()
-                return existing
-            }
+        // Opening under the lock too: two handles on one file would fight over gdbm's lock.
+        try lock.withLock {
+            if let f = open[id] { return f }
+            let opened = try openFile(id, create: create)
             if let opened { open[id] = opened }
             return opened
         }
