@@ -118,6 +118,64 @@ let driverBatched = now() - t0
 checksum &+= batched
 try await store.close()
 
+// YCSB core workloads A-D and F (uniform keys), one operation per transaction, the task on
+// the store's writer thread; raw: the same operations as gdbm_fetch/gdbm_store + encode/decode.
+enum Op { case read(Int), update(Int), insert(Int), rmw(Int) }
+
+func workload(_ name: String, ops count: Int, existing: Int, _ pick: (inout SystemRandomNumberGenerator, inout Int) -> Op) -> [Op] {
+    var rng = SystemRandomNumberGenerator()
+    var next = existing
+    return (0..<count).map { _ in pick(&rng, &next) }
+}
+
+func runDriver(_ store: GDBMDriver, _ ops: [Op], _ users: CollectionName) async throws -> Double {
+    let t0 = now()
+    try await withTaskExecutorPreference(store.taskExecutor) {
+        for op in ops {
+            switch op {
+            case .read(let i): _ = try await store.read { tx in try tx.get(.int(Int64(i)), from: users) }
+            case .update(let i), .insert(let i): _ = try await store.write { tx in try tx.save(record(i), into: users) }
+            case .rmw(let i):
+                try await store.write { tx in
+                    var r = try tx.get(.int(Int64(i)), from: users) ?? record(i)
+                    r.fields["age"] = .int((r.fields["age"]?.intValue ?? 0) + 1)
+                    _ = try tx.save(r, into: users)
+                }
+            }
+        }
+    }
+    return now() - t0
+}
+
+func runRaw(_ path: String, _ ops: [Op]) throws -> Double {
+    let dbf = rawOpen(path, GDBM_WRITER)
+    defer { gdbm_close(dbf) }
+    func fetch(_ i: Int) throws -> Record? {
+        let key = _GDBMRecordFormat.key(for: .int(Int64(i)))
+        let found = withDatum(key) { gdbm_fetch(dbf, $0) }
+        guard let ptr = found.dptr else { return nil }
+        defer { free(ptr) }
+        return try key.withUnsafeBytes { k in try _GDBMRecordFormat.decode(key: k, value: UnsafeRawBufferPointer(start: ptr, count: Int(found.dsize)), collection: "users") }
+    }
+    func store(_ r: Record) {
+        let k = _GDBMRecordFormat.key(for: r.id), v = _GDBMRecordFormat.encode(r)
+        _ = withDatum(k) { kd in withDatum(v) { vd in gdbm_store(dbf, kd, vd, GDBM_REPLACE) } }
+    }
+    let t0 = now()
+    for op in ops {
+        switch op {
+        case .read(let i): _ = try fetch(i)
+        case .update(let i), .insert(let i): store(record(i))
+        case .rmw(let i):
+            var r = try fetch(i) ?? record(i)
+            r.fields["age"] = .int((r.fields["age"]?.intValue ?? 0) + 1)
+            store(r)
+        }
+    }
+    gdbm_sync(dbf)
+    return now() - t0
+}
+
 func line(_ name: String, _ driver: Double, _ raw: Double, ops: Int) {
     let d = driver / Double(ops) * 1e6, r = raw / Double(ops) * 1e6
     print(String(format: "%-44@ driver %8.2f µs/op   raw %8.2f µs/op   ratio %5.2f×", name as NSString, d, r, driver / raw))
@@ -127,3 +185,29 @@ line("point read (one read transaction each)", driverRead, rawRead, ops: reads)
 line("point read (one each, task on store thread)", driverPinned, rawRead, ops: reads)
 line("point read (all in one read transaction)", driverBatched, rawRead, ops: reads)
 print("(checksum \(checksum))")
+
+let ycsbOps = 20_000
+let workloads: [(String, [Op])] = [
+    ("YCSB A (50% read, 50% update)", workload("A", ops: ycsbOps, existing: count) { rng, _ in
+        let i = Int.random(in: 1...count, using: &rng); return Bool.random(using: &rng) ? .read(i) : .update(i) }),
+    ("YCSB B (95% read, 5% update)", workload("B", ops: ycsbOps, existing: count) { rng, _ in
+        let i = Int.random(in: 1...count, using: &rng); return Int.random(in: 0..<100, using: &rng) < 95 ? .read(i) : .update(i) }),
+    ("YCSB C (100% read)", workload("C", ops: ycsbOps, existing: count) { rng, _ in .read(Int.random(in: 1...count, using: &rng)) }),
+    ("YCSB D (95% read latest, 5% insert)", workload("D", ops: ycsbOps, existing: count) { rng, next in
+        if Int.random(in: 0..<100, using: &rng) < 5 { next += 1; return .insert(next) }
+        return .read(max(1, next - Int.random(in: 0..<1000, using: &rng))) }),
+    ("YCSB F (50% read, 50% read-modify-write)", workload("F", ops: ycsbOps, existing: count) { rng, _ in
+        let i = Int.random(in: 1...count, using: &rng); return Bool.random(using: &rng) ? .read(i) : .rmw(i) }),
+]
+// Raw runs on a copy of the driver's records file (same bytes, same size).
+let rawCopy = base + "/ycsb-raw.gdbm"
+try FileManager.default.copyItem(atPath: base + "/store/data/users.records.gdbm", toPath: rawCopy)
+let ycsbStore = try await GDBMDriver(location: StoreLocation("gdbm:\(base)/store?durability=normal"))
+print("YCSB, \(ycsbOps) operations each, uniform keys, one transaction per operation (durability normal; the task on the store's thread):")
+for (name, ops) in workloads {
+    let d = try await runDriver(ycsbStore, ops, users)
+    let r = try runRaw(rawCopy, ops)
+    line(name, d, r, ops: ops.count)
+}
+try await ycsbStore.close()
+print("YCSB E (short range scans) is not run: GDBM has no key order, so a range scan is a full scan of the collection file plus the shared evaluator.")
