@@ -165,7 +165,8 @@ import Testing
         let started = Date()
         await expectCode(.locked) { _ = try await open(dir, "?lock_timeout_ms=300") }
         let waited = Date().timeIntervalSince(started)
-        #expect(waited >= 0.29 && waited < 5)
+        // Bounded: it gives up (a generous upper bound: the machine may be loaded).
+        #expect(waited >= 0.29 && waited < 60)
         flock(fd, LOCK_UN)
         Glibc.close(fd)
         let after = try await open(dir, "?lock_timeout_ms=300")
