@@ -1,15 +1,17 @@
 @_exported import DepotCore
+@_exported import DepotGDBM
 @_exported import DepotJSONFile
 @_exported import DepotMemory
 @_exported import DepotSQLite
 
 extension DriverRegistry {
     /// Every driver that ships with Depot: `memory:`, `sqlite:PATH` (and `sqlite::memory:`),
-    /// `json:FILE`.
+    /// `gdbm:DIR`, `json:FILE`.
     public static var standard: DriverRegistry {
         var registry = DriverRegistry()
         MemoryDriver.register(in: &registry)
         SQLiteDriver.register(in: &registry)
+        GDBMDriver.register(in: &registry)
         JSONFileDriver.register(in: &registry)
         return registry
     }
@@ -17,7 +19,7 @@ extension DriverRegistry {
 
 extension Store {
     /// Opens a store from a store string with every built-in driver available:
-    /// `memory:`, `sqlite:PATH`, `json:FILE`.
+    /// `memory:`, `sqlite:PATH`, `gdbm:DIR`, `json:FILE`.
     ///
     /// ```swift
     /// let store = try await Store.open(ProcessInfo.processInfo.environment["DEPOT_STORE"] ?? "sqlite:app.db")

@@ -1,0 +1,213 @@
+// gdbm-bench [RECORDS]: the GDBM driver against raw libgdbm on the same bytes, same run.
+//
+// - point reads: `driver.read { get }` (one transaction per read) vs `gdbm_fetch` + decoding
+//   the same bytes with the driver's decoder;
+// - bulk insert: one write transaction of RECORDS inserts (durability normal; the journal is
+//   written, the files synced at close) vs `gdbm_store` of the same encoded bytes + gdbm_sync.
+import CGDBMBench
+import Depot
+import Foundation
+
+func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+
+func record(_ i: Int) -> Record {
+    Record(id: .int(Int64(i)), fields: [
+        "name": .string("user \(i)"), "email": .string("user\(i)@example.com"), "age": .int(Int64(i % 90)),
+        "score": .double(Double(i) * 0.37), "active": .bool(i % 2 == 0), "tags": ["a", "b", .int(Int64(i % 7))],
+    ])
+}
+
+func rawOpen(_ path: String, _ flags: Int32) -> OpaquePointer {
+    guard let dbf = gdbm_open(path, 0, flags, 0o644, nil) else {
+        print("cannot open \(path): \(String(cString: gdbm_strerror(gdbm_errno_location().pointee)))")
+        exit(1)
+    }
+    return dbf
+}
+
+func withDatum<T>(_ bytes: [UInt8], _ body: (datum) -> T) -> T {
+    bytes.withUnsafeBytes { raw in
+        body(datum(dptr: UnsafeMutablePointer(mutating: raw.baseAddress?.assumingMemoryBound(to: CChar.self)), dsize: Int32(raw.count)))
+    }
+}
+
+let count = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 100_000 : 100_000
+let reads = 200_000
+let base = FileManager.default.temporaryDirectory.appendingPathComponent("gdbm-bench-\(UUID().uuidString)").path
+try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(atPath: base) }
+let records = (1...count).map(record)
+let users = try CollectionName("users")
+print("gdbm-bench: \(count) records of ~\(_GDBMRecordFormat.encode(records[0]).count) bytes, \(reads) point reads")
+
+// Bulk insert through the driver.
+var t0 = now()
+let driver = try await GDBMDriver(location: StoreLocation("gdbm:\(base)/store?durability=normal"))
+try await driver.write { tx in for r in records { try tx.insert(r, into: users) } }
+try await driver.close()
+let driverInsert = now() - t0
+
+// Bulk insert raw: the same encoded bytes, gdbm_store, gdbm_sync, close.
+let encoded = records.map { (_GDBMRecordFormat.key(for: $0.id), _GDBMRecordFormat.encode($0)) }
+t0 = now()
+let rawWriter = rawOpen(base + "/raw.gdbm", GDBM_NEWDB)
+for (k, v) in encoded {
+    let rc = withDatum(k) { kd in withDatum(v) { vd in gdbm_store(rawWriter, kd, vd, GDBM_REPLACE) } }
+    if rc != 0 { print("store failed"); exit(1) }
+}
+gdbm_sync(rawWriter)
+gdbm_close(rawWriter)
+let rawInsert = now() - t0
+
+if CommandLine.arguments.count > 2 && CommandLine.arguments[2] == "insert" {
+    print(String(format: "bulk insert: driver %.2f µs/op, raw %.2f µs/op, ratio %.2f×", driverInsert / Double(count) * 1e6, rawInsert / Double(count) * 1e6, driverInsert / rawInsert))
+    exit(0)
+}
+
+// Point reads: the same random ids on both sides.
+var rng = SystemRandomNumberGenerator()
+let ids = (0..<reads).map { _ in Int.random(in: 1...count, using: &rng) }
+
+let reader = rawOpen(base + "/store/data/users.records.gdbm", GDBM_READER)
+t0 = now()
+var checksum = 0
+for i in ids {
+    let key = _GDBMRecordFormat.key(for: .int(Int64(i)))
+    let found = withDatum(key) { gdbm_fetch(reader, $0) }
+    guard let ptr = found.dptr else { print("missing \(i)"); exit(1) }
+    let r = try key.withUnsafeBytes { k in
+        try _GDBMRecordFormat.decode(key: k, value: UnsafeRawBufferPointer(start: ptr, count: Int(found.dsize)), collection: "users")
+    }
+    free(ptr)
+    checksum &+= r.fields.count
+}
+let rawRead = now() - t0
+gdbm_close(reader)
+
+let store = try await GDBMDriver(location: StoreLocation("gdbm:\(base)/store?durability=normal"))
+// Warm up the same way as raw (one pass over a few reads), then measure.
+for i in ids.prefix(1000) { _ = try await store.read { tx in try tx.get(.int(Int64(i)), from: users) } }
+t0 = now()
+for i in ids {
+    let r = try await store.read { tx in try tx.get(.int(Int64(i)), from: users) }
+    checksum &+= r?.fields.count ?? 0
+}
+let driverRead = now() - t0
+
+// The same, from a task that prefers the store's thread (no thread switch per transaction).
+// A nonisolated function: top-level code runs on the main actor, which would override the preference.
+func pinnedReads(_ store: GDBMDriver, _ ids: [Int], _ users: CollectionName) async throws -> Int {
+    try await withTaskExecutorPreference(store.taskExecutor) {
+        var n = 0
+        for i in ids { n &+= try await store.read { tx in try tx.get(.int(Int64(i)), from: users) }?.fields.count ?? 0 }
+        return n
+    }
+}
+t0 = now()
+checksum &+= try await pinnedReads(store, ids, users)
+let driverPinned = now() - t0
+
+// Many point reads in one read transaction (the per-transaction hop paid once).
+t0 = now()
+let batched = try await store.read { tx in
+    var n = 0
+    for i in ids { n &+= try tx.get(.int(Int64(i)), from: users)?.fields.count ?? 0 }
+    return n
+}
+let driverBatched = now() - t0
+checksum &+= batched
+try await store.close()
+
+// YCSB core workloads A-D and F (uniform keys), one operation per transaction, the task on
+// the store's writer thread; raw: the same operations as gdbm_fetch/gdbm_store + encode/decode.
+enum Op { case read(Int), update(Int), insert(Int), rmw(Int) }
+
+func workload(_ name: String, ops count: Int, existing: Int, _ pick: (inout SystemRandomNumberGenerator, inout Int) -> Op) -> [Op] {
+    var rng = SystemRandomNumberGenerator()
+    var next = existing
+    return (0..<count).map { _ in pick(&rng, &next) }
+}
+
+func runDriver(_ store: GDBMDriver, _ ops: [Op], _ users: CollectionName) async throws -> Double {
+    let t0 = now()
+    try await withTaskExecutorPreference(store.taskExecutor) {
+        for op in ops {
+            switch op {
+            case .read(let i): _ = try await store.read { tx in try tx.get(.int(Int64(i)), from: users) }
+            case .update(let i), .insert(let i): _ = try await store.write { tx in try tx.save(record(i), into: users) }
+            case .rmw(let i):
+                try await store.write { tx in
+                    var r = try tx.get(.int(Int64(i)), from: users) ?? record(i)
+                    r.fields["age"] = .int((r.fields["age"]?.intValue ?? 0) + 1)
+                    _ = try tx.save(r, into: users)
+                }
+            }
+        }
+    }
+    return now() - t0
+}
+
+func runRaw(_ path: String, _ ops: [Op]) throws -> Double {
+    let dbf = rawOpen(path, GDBM_WRITER)
+    defer { gdbm_close(dbf) }
+    func fetch(_ i: Int) throws -> Record? {
+        let key = _GDBMRecordFormat.key(for: .int(Int64(i)))
+        let found = withDatum(key) { gdbm_fetch(dbf, $0) }
+        guard let ptr = found.dptr else { return nil }
+        defer { free(ptr) }
+        return try key.withUnsafeBytes { k in try _GDBMRecordFormat.decode(key: k, value: UnsafeRawBufferPointer(start: ptr, count: Int(found.dsize)), collection: "users") }
+    }
+    func store(_ r: Record) {
+        let k = _GDBMRecordFormat.key(for: r.id), v = _GDBMRecordFormat.encode(r)
+        _ = withDatum(k) { kd in withDatum(v) { vd in gdbm_store(dbf, kd, vd, GDBM_REPLACE) } }
+    }
+    let t0 = now()
+    for op in ops {
+        switch op {
+        case .read(let i): _ = try fetch(i)
+        case .update(let i), .insert(let i): store(record(i))
+        case .rmw(let i):
+            var r = try fetch(i) ?? record(i)
+            r.fields["age"] = .int((r.fields["age"]?.intValue ?? 0) + 1)
+            store(r)
+        }
+    }
+    gdbm_sync(dbf)
+    return now() - t0
+}
+
+func line(_ name: String, _ driver: Double, _ raw: Double, ops: Int) {
+    let d = driver / Double(ops) * 1e6, r = raw / Double(ops) * 1e6
+    print(String(format: "%-44@ driver %8.2f µs/op   raw %8.2f µs/op   ratio %5.2f×", name as NSString, d, r, driver / raw))
+}
+line("bulk insert (one transaction, normal)", driverInsert, rawInsert, ops: count)
+line("point read (one read transaction each)", driverRead, rawRead, ops: reads)
+line("point read (one each, task on store thread)", driverPinned, rawRead, ops: reads)
+line("point read (all in one read transaction)", driverBatched, rawRead, ops: reads)
+print("(checksum \(checksum))")
+
+let ycsbOps = 20_000
+let workloads: [(String, [Op])] = [
+    ("YCSB A (50% read, 50% update)", workload("A", ops: ycsbOps, existing: count) { rng, _ in
+        let i = Int.random(in: 1...count, using: &rng); return Bool.random(using: &rng) ? .read(i) : .update(i) }),
+    ("YCSB B (95% read, 5% update)", workload("B", ops: ycsbOps, existing: count) { rng, _ in
+        let i = Int.random(in: 1...count, using: &rng); return Int.random(in: 0..<100, using: &rng) < 95 ? .read(i) : .update(i) }),
+    ("YCSB C (100% read)", workload("C", ops: ycsbOps, existing: count) { rng, _ in .read(Int.random(in: 1...count, using: &rng)) }),
+    ("YCSB D (95% read latest, 5% insert)", workload("D", ops: ycsbOps, existing: count) { rng, next in
+        if Int.random(in: 0..<100, using: &rng) < 5 { next += 1; return .insert(next) }
+        return .read(max(1, next - Int.random(in: 0..<1000, using: &rng))) }),
+    ("YCSB F (50% read, 50% read-modify-write)", workload("F", ops: ycsbOps, existing: count) { rng, _ in
+        let i = Int.random(in: 1...count, using: &rng); return Bool.random(using: &rng) ? .read(i) : .rmw(i) }),
+]
+// Raw runs on a copy of the driver's records file (same bytes, same size).
+let rawCopy = base + "/ycsb-raw.gdbm"
+try FileManager.default.copyItem(atPath: base + "/store/data/users.records.gdbm", toPath: rawCopy)
+let ycsbStore = try await GDBMDriver(location: StoreLocation("gdbm:\(base)/store?durability=normal"))
+print("YCSB, \(ycsbOps) operations each, uniform keys, one transaction per operation (durability normal; the task on the store's thread):")
+for (name, ops) in workloads {
+    let d = try await runDriver(ycsbStore, ops, users)
+    let r = try runRaw(rawCopy, ops)
+    line(name, d, r, ops: ops.count)
+}
+try await ycsbStore.close()
+print("YCSB E (short range scans) is not run: GDBM has no key order, so a range scan is a full scan of the collection file plus the shared evaluator.")

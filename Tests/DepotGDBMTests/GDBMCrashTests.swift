@@ -1,0 +1,65 @@
+import DepotConformance
+import DepotCore
+import DepotGDBM
+import Foundation
+import Testing
+
+/// Crash safety by killing: `depot-crash-helper` commits multi-collection transactions to a
+/// GDBM store and is SIGKILLed at random moments; after each kill the store must open,
+/// pass its integrity check, hold every acknowledged commit and no partial transaction.
+@Suite(.serialized) struct GDBMCrashTests {
+    /// Small checkpoints and frequent sync points, so kills land in every phase: journal
+    /// append, apply to the GDBM files, sync point, checkpoint into the backup files.
+    @Test func survivesKillNineWithDurabilityFull() async throws {
+        let report = try await trials(options: "?durability=full&checkpoint_kb=48&sync_every=4", trials: 200, seed: 20_261_122, maxDelay: 180)
+        print("gdbm crash trials (durability=full, checkpoint_kb=48, sync_every=4): \(report)")
+        #expect(report.trials == 200)
+        #expect(report.trialsWithCommits >= 100)
+    }
+
+    @Test func survivesKillNineWithDurabilityNormal() async throws {
+        let report = try await trials(options: "?durability=normal&checkpoint_kb=96&sync_every=16", trials: 20, seed: 7, maxDelay: 250)
+        print("gdbm crash trials (durability=normal, checkpoint_kb=96, sync_every=16): \(report)")
+        #expect(report.trials == 20)
+    }
+
+    func trials(options: String, trials: Int, seed: UInt64, maxDelay: Int) async throws -> CrashTrialReport {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let store = "gdbm:" + dir.path + "/store" + options
+        let factory = DriverFactory(name: "gdbm") { _ in
+            var registry = DriverRegistry()
+            GDBMDriver.register(in: &registry)
+            return try await registry.makeDriver(store)
+        }
+        return try await CrashTrials.run(store: store, factory: factory, directory: dir.path, trials: trials, seed: seed, maxDelayMilliseconds: maxDelay)
+    }
+}
+
+extension GDBMCrashTests {
+    /// A real second process (the crash helper) cannot open a store this process holds:
+    /// it retries for `lock_timeout_ms`, then fails with `.locked`; it never touches the files.
+    @Test func secondWriterProcessGetsLocked() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let driver = try await GDBMDriver(location: StoreLocation("gdbm:" + dir.path + "/store"))
+        let meta = try CollectionName("meta")
+        _ = try await driver.write { tx in try tx.save(Record(id: "last", fields: ["n": 0]), into: meta) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try CrashTrials.helperPath())
+        process.arguments = ["gdbm:" + dir.path + "/store?lock_timeout_ms=400", "1"]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = Pipe()
+        let started = Date()
+        try process.run()
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let waited = Date().timeIntervalSince(started)
+        #expect(process.terminationStatus == 1)
+        #expect(text.contains("locked"), "\(text)")
+        #expect(waited >= 0.4)
+        #expect(try await driver.read { tx in try tx.get("last", from: meta)?.fields["n"] } == 0)
+        try await driver.close()
+    }
+}

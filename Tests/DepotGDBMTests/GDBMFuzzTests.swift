@@ -1,0 +1,52 @@
+import DepotCore
+import Foundation
+import Testing
+
+@testable import DepotGDBM
+
+/// Damaged bytes inside GDBM files (not only foreign files): opening and reading give
+/// records or `DepotError`s, never a crash.
+@Suite struct GDBMFuzzTests {
+    @Test func flippedBytesInsideGDBMFilesNeverCrash() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let users = try CollectionName("users")
+        let driver = try await GDBMDriver(location: StoreLocation("gdbm:" + dir.path + "/store"))
+        try await driver.write { tx in
+            for i in 1...300 { try tx.insert(Record(id: .int(Int64(i)), fields: ["name": .string("user \(i)"), "n": .int(Int64(i))]), into: users) }
+        }
+        try await driver.close()
+        let pristine = try Data(contentsOf: URL(fileURLWithPath: dir.path + "/store/data/users.records.gdbm"))
+        let backup = try Data(contentsOf: URL(fileURLWithPath: dir.path + "/store/backup/users.records.gdbm"))
+        var rng = SplitMix(seed: 99)
+        var outcomes: [String: Int] = [:]
+        for round in 0..<40 {
+            var damaged = [UInt8](pristine)
+            // Every other round hits gdbm's header, directory and first buckets.
+            let span = round % 2 == 0 ? min(damaged.count, 8192) : damaged.count
+            for _ in 0..<8 {
+                let at = Int(rng.next() % UInt64(span))
+                damaged[at] ^= UInt8(truncatingIfNeeded: rng.next() | 1)
+            }
+            // Damage both copies the same way, so no rebuild can hide it.
+            try Data(damaged).write(to: URL(fileURLWithPath: dir.path + "/store/data/users.records.gdbm"))
+            try Data(damaged).write(to: URL(fileURLWithPath: dir.path + "/store/backup/users.records.gdbm"))
+            do {
+                let store = try await GDBMDriver(location: StoreLocation("gdbm:" + dir.path + "/store"))
+                do {
+                    _ = try await store.read { tx in try tx.query(Query(), in: users).count }
+                    _ = try await store.integrityCheck()
+                    outcomes["read", default: 0] += 1
+                } catch let error as DepotError {
+                    outcomes[error.code.name, default: 0] += 1
+                }
+                try? await store.close()
+            } catch let error as DepotError {
+                outcomes["open: " + error.code.name, default: 0] += 1
+            }
+        }
+        try backup.write(to: URL(fileURLWithPath: dir.path + "/store/backup/users.records.gdbm"))
+        #expect(outcomes.values.reduce(0, +) == 40, "\(outcomes)")
+        print("gdbm fuzz outcomes: \(outcomes)")
+    }
+}
