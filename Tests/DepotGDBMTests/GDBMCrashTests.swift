@@ -45,18 +45,11 @@ extension GDBMCrashTests {
         let driver = try await GDBMDriver(location: StoreLocation("gdbm:" + dir.path + "/store"))
         let meta = try CollectionName("meta")
         _ = try await driver.write { tx in try tx.save(Record(id: "last", fields: ["n": 0]), into: meta) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try CrashTrials.helperPath())
-        process.arguments = ["gdbm:" + dir.path + "/store?lock_timeout_ms=400", "1"]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = Pipe()
         let started = Date()
-        try process.run()
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let result = try ChildProcess.run(try CrashTrials.helperPath(), ["gdbm:" + dir.path + "/store?lock_timeout_ms=400", "1"])
+        let text = result.errorText
         let waited = Date().timeIntervalSince(started)
-        #expect(process.terminationStatus == 1)
+        #expect(result.status == .exited(1))
         #expect(text.contains("locked"), "\(text)")
         #expect(waited >= 0.4)
         #expect(try await driver.read { tx in try tx.get("last", from: meta)?.fields["n"] } == 0)

@@ -174,21 +174,18 @@ import Testing
     }
 
     @Test func secondProcessIsLockedOutWhileTheStoreIsOpen() async throws {
-        guard let flockTool = ["/usr/bin/flock", "/bin/flock"].first(where: FileManager.default.isExecutableFile(atPath:)) else { return }
+        let flockTool = try #require(["/usr/bin/flock", "/bin/flock"].first(where: FileManager.default.isExecutableFile(atPath:)), "flock (util-linux) is missing")
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let driver = try await open(dir)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: flockTool)
-        process.arguments = ["--nonblock", dir.path + "/store/LOCK", "true"]
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus != 0, "another process must not get the store lock")
+        let result = try ChildProcess.run(flockTool, ["--nonblock", dir.path + "/store/LOCK", "true"])
+        #expect(result.status != .exited(0), "another process must not get the store lock")
         try await driver.close()
     }
 
     @Test func filesAreGenuineGDBMDatabasesForGdbmtool() async throws {
-        guard let tool = ["/usr/bin/gdbmtool", "/usr/local/bin/gdbmtool"].first(where: FileManager.default.isExecutableFile(atPath:)) else { return }
+        // scripts/install-deps installs gdbmtool; without it this test fails rather than skips.
+        let tool = try #require(["/usr/bin/gdbmtool", "/usr/local/bin/gdbmtool"].first(where: FileManager.default.isExecutableFile(atPath:)), "gdbmtool is not installed (scripts/install-deps installs it)")
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let users = self.users
@@ -199,16 +196,9 @@ import Testing
         }
         try await driver.close()
         func run(_ file: String, _ command: String) throws -> String {
-            let process = Process()
-            let pipe = Pipe()
-            process.executableURL = URL(fileURLWithPath: tool)
-            process.arguments = ["-N", "-q", "-r", dir.path + "/store/" + file, command]
-            process.standardOutput = pipe
-            process.standardError = pipe
-            try process.run()
-            let out = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "gdbmtool \(file) \(command): \(out)")
+            let result = try ChildProcess.run(tool, ["-N", "-q", "-r", dir.path + "/store/" + file, command])
+            let out = result.outputText + result.errorText
+            #expect(result.status == .exited(0), "gdbmtool \(file) \(command): \(out)")
             return out
         }
         for dirName in ["data", "backup"] {
