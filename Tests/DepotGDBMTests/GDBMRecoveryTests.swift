@@ -1,3 +1,4 @@
+import DepotConformance
 import CGDBM
 import DepotCore
 import Foundation
