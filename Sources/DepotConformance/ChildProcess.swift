@@ -143,6 +143,19 @@ public final class ChildProcess: @unchecked Sendable {
         return Result(status: status, standardOutput: stdoutCollector.wait(), standardError: stderrCollector.wait())
     }
 
+    /// Waits for the child on a thread of its own, so async callers never block the
+    /// cooperative pool while a child runs.
+    public func exit() async -> Result {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Result, Never>) in
+            Thread { continuation.resume(returning: self.waitForExit()) }.start()
+        }
+    }
+
+    /// Runs a program to its end without blocking the cooperative pool.
+    public static func run(_ path: String, _ arguments: [String] = [], environment: [String: String]? = nil, standardInput: Data = Data()) async throws -> Result {
+        try await ChildProcess(path: path, arguments: arguments, environment: environment, standardInput: standardInput).exit()
+    }
+
     static func decode(_ raw: Int32) -> Status {
         let signal = raw & 0x7F
         return signal == 0 ? .exited((raw >> 8) & 0xFF) : .signalled(signal)

@@ -50,7 +50,7 @@ public enum CrashTrials {
         var lastVerified: Int64 = 0
         for trial in 0..<trials {
             let delay = Int(random.next() % UInt64(max(1, maxDelayMilliseconds) * 1000))
-            let output = try runAndKill(helper: helper, store: store, seed: random.next(), delayMicroseconds: delay, trial: trial)
+            let output = try await runAndKill(helper: helper, store: store, seed: random.next(), delayMicroseconds: delay, trial: trial)
             let acked = output.acknowledged
             let driver = try await factory.open(directory)
             let found: Int64
@@ -111,12 +111,12 @@ public enum CrashTrials {
         var acknowledged: [Int64]
     }
 
-    static func runAndKill(helper: String, store: String, seed: UInt64, delayMicroseconds: Int, trial: Int) throws -> HelperOutput {
+    static func runAndKill(helper: String, store: String, seed: UInt64, delayMicroseconds: Int, trial: Int) async throws -> HelperOutput {
         let child = try ChildProcess(path: helper, arguments: [store, String(seed)])
-        usleep(useconds_t(delayMicroseconds))
+        try? await Task.sleep(for: .microseconds(delayMicroseconds))
         let exitedEarly = !child.isRunning
         child.kill(SIGKILL)
-        let result = child.waitForExit()
+        let result = await child.exit()
         if exitedEarly, case .exited(let code) = result.status {
             throw failure("trial \(trial): the helper exited with status \(code) before the kill: \(result.errorText.prefix(500))")
         }

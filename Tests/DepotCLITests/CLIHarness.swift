@@ -28,11 +28,11 @@ enum CLI {
 
     /// Runs `depot args...` with `stdin` as its input; DEPOT_STORE is removed from the
     /// environment unless `environment` sets it.
-    static func run(_ args: [String], stdin: String = "", environment: [String: String] = [:]) throws -> Run {
+    static func run(_ args: [String], stdin: String = "", environment: [String: String] = [:]) async throws -> Run {
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "DEPOT_STORE")
         for (key, value) in environment { env[key] = value }
-        let result = try ChildProcess.run(try executable(), args, environment: env, standardInput: Data(stdin.utf8))
+        let result = try await ChildProcess.run(try executable(), args, environment: env, standardInput: Data(stdin.utf8))
         let status: Int32
         switch result.status {
         case .exited(let code): status = code

@@ -54,7 +54,7 @@ func jsonLines(_ records: [Record]) -> String { records.map { $0.jsonText + "\n"
 @Suite("depot CLI, end to end")
 struct CLITests {
     @Test("usage errors exit 2 with one line naming what to do")
-    func usageErrors() throws {
+    func usageErrors() async throws {
         let cases: [[String]] = [
             ["frobnicate"],
             ["query", "memory:", "books", "--where", "year >> 5"],
@@ -73,7 +73,7 @@ struct CLITests {
             ["info", "memory:", "--no-such-flag"],
         ]
         for args in cases {
-            let run = try CLI.run(args)
+            let run = try await CLI.run(args)
             #expect(run.status == 2, "depot \(args): \(run)")
             let lines = run.stderr.split(separator: "\n")
             #expect(lines.count == 1 && lines[0].hasPrefix("depot: ") && lines[0].hasSuffix(")"), "depot \(args): \(run)")
@@ -82,41 +82,41 @@ struct CLITests {
     }
 
     @Test("--help documents the exit codes; serve, sync and bench say they are not in this build")
-    func helpAndUnavailableCommands() throws {
-        let help = try CLI.run(["--help"])
+    func helpAndUnavailableCommands() async throws {
+        let help = try await CLI.run(["--help"])
         #expect(help.status == 0)
         #expect(help.stdout.contains("Exit status") && help.stdout.contains("usage error"))
         for args in [["serve", "memory:"], ["sync", "memory:", "--remote", "http://127.0.0.1:1", "--collection", "books"], ["bench", "--quick"]] {
-            let run = try CLI.run(args)
+            let run = try await CLI.run(args)
             #expect(run.status == 1, "\(args): \(run)")
             #expect(run.stderr.contains("not available in this build"), "\(args): \(run)")
         }
     }
 
     @Test("load commits batches and stops at a bad line with its number")
-    func loadBatchesAndBadLines() throws {
+    func loadBatchesAndBadLines() async throws {
         let good = jsonLines(exoticRecords)
-        let ok = try CLI.run(["load", "memory:", "things", "--unique", "plain", "--index", "max"], stdin: good)
+        let ok = try await CLI.run(["load", "memory:", "things", "--unique", "plain", "--index", "max"], stdin: good)
         #expect(ok.status == 0, "\(ok)")
         #expect(ok.stderr.contains("loaded 4 records into things in 1 batch"), "\(ok)")
         #expect(!ok.stderr.contains("\r"), "no progress line when standard error is not a terminal: \(ok)")
 
-        let quiet = try CLI.run(["load", "memory:", "things", "--quiet"], stdin: good)
+        let quiet = try await CLI.run(["load", "memory:", "things", "--quiet"], stdin: good)
         #expect(quiet.status == 0 && quiet.stderr.isEmpty, "\(quiet)")
 
         let bad = "{\"id\":1}\n{\"id\":2}\n\n{\"id\":3,}\n{\"id\":4}\n"
-        let stopped = try CLI.run(["load", "memory:", "things", "--batch", "2"], stdin: bad)
+        let stopped = try await CLI.run(["load", "memory:", "things", "--batch", "2"], stdin: bad)
         #expect(stopped.status == 1, "\(stopped)")
         #expect(stopped.stderr.contains("line 4, column 9: malformed JSON"), "\(stopped)")
         #expect(stopped.stderr.contains("2 records in 1 batch was committed, through line 2"), "\(stopped)")
 
-        let whole = try CLI.run(["load", "memory:", "things", "--batch", "0"], stdin: bad)
+        let whole = try await CLI.run(["load", "memory:", "things", "--batch", "0"], stdin: bad)
         #expect(whole.status == 1 && whole.stderr.contains("nothing was committed"), "\(whole)")
 
-        let mixedIDs = try CLI.run(["load", "memory:", "things"], stdin: "{\"id\":1}\n{\"id\":\"a\"}\n")
+        let mixedIDs = try await CLI.run(["load", "memory:", "things"], stdin: "{\"id\":1}\n{\"id\":\"a\"}\n")
         #expect(mixedIDs.status == 1 && mixedIDs.stderr.contains("line 2"), "\(mixedIDs)")
 
-        let duplicate = try CLI.run(["load", "memory:", "things", "--unique", "k"], stdin: "{\"id\":1,\"k\":1}\n{\"id\":2,\"k\":1.0}\n")
+        let duplicate = try await CLI.run(["load", "memory:", "things", "--unique", "k"], stdin: "{\"id\":1,\"k\":1}\n{\"id\":2,\"k\":1.0}\n")
         #expect(duplicate.status == 1 && duplicate.stderr.contains("line 2") && duplicate.stderr.contains("unique constraint 'k_unique'"), "\(duplicate)")
     }
 
@@ -130,17 +130,17 @@ struct CLITests {
         let file = try directory.file("exotic.jsonl", input)
         for scheme in try await CLI.persistentSchemes() {
             let store = directory.storeString(scheme, "roundtrip")
-            let load = try CLI.run(["load", store, "things", file])
+            let load = try await CLI.run(["load", store, "things", file])
             #expect(load.status == 0, "\(scheme): \(load)")
-            let dump = try CLI.run(["dump", store, "things"])
+            let dump = try await CLI.run(["dump", store, "things"])
             #expect(dump.status == 0, "\(scheme): \(dump)")
             #expect(dump.stdout == expected, "\(scheme): dump differs:\n\(dump.stdout)\nexpected:\n\(expected)")
             let reparsed = try dump.lines.map { try Record(jsonObject: JSONText.parse($0)) }
             #expect(reparsed == exoticRecords + [try Record(jsonObject: JSONText.parse(nonCanonical))], "\(scheme)")
 
-            let viaEnvironment = try CLI.run(["load", "more", "--batch", "1"], stdin: "{\"id\":\"b\",\"v\":2}\n{\"id\":\"a\",\"v\":1}\n", environment: ["DEPOT_STORE": store])
+            let viaEnvironment = try await CLI.run(["load", "more", "--batch", "1"], stdin: "{\"id\":\"b\",\"v\":2}\n{\"id\":\"a\",\"v\":1}\n", environment: ["DEPOT_STORE": store])
             #expect(viaEnvironment.status == 0, "\(scheme): \(viaEnvironment)")
-            let all = try CLI.run(["dump"], environment: ["DEPOT_STORE": store])
+            let all = try await CLI.run(["dump"], environment: ["DEPOT_STORE": store])
             #expect(all.status == 0, "\(scheme): \(all)")
             let more = #"{"collection":"more","record":{"id":"a","v":1}}"# + "\n" + #"{"collection":"more","record":{"id":"b","v":2}}"# + "\n"
             let things = expected.split(separator: "\n").map { #"{"collection":"things","record":"# + $0 + "}\n" }.joined()
@@ -159,21 +159,21 @@ struct CLITests {
         try await collection.save(records)
         for scheme in try await CLI.persistentSchemes() {
             let store = directory.storeString(scheme, "agree")
-            let load = try CLI.run(["load", store, "q", file, "--index", "n", "--index", "s,n", "--unique", "code"])
+            let load = try await CLI.run(["load", store, "q", file, "--index", "n", "--index", "s,n", "--unique", "code"])
             #expect(load.status == 0, "\(scheme): \(load)")
             for (args, query) in agreementQueries {
                 let expected = try await collection.query(query).map(\.jsonText)
-                let run = try CLI.run(["query", store, "q"] + args)
+                let run = try await CLI.run(["query", store, "q"] + args)
                 #expect(run.status == 0, "\(scheme) \(args): \(run)")
                 #expect(run.lines == expected, "\(scheme) \(args): got \(run.lines.count) lines, expected \(expected.count)")
                 let whereArgs = Array(args.enumerated().filter { $0.offset % 2 == 0 && $0.element == "--where" }.flatMap { [args[$0.offset], args[$0.offset + 1]] })
-                let count = try CLI.run(["count", store, "q"] + whereArgs)
+                let count = try await CLI.run(["count", store, "q"] + whereArgs)
                 let expectedCount = try await collection.count(query.filter)
                 #expect(count.status == 0 && count.stdout == "\(expectedCount)\n", "\(scheme) count \(whereArgs): \(count)")
             }
-            let explain = try CLI.run(["query", store, "q", "--where", "n = 1", "--explain"])
+            let explain = try await CLI.run(["query", store, "q", "--where", "n = 1", "--explain"])
             #expect(explain.status == 0 && explain.stdout.contains("driver:   \(scheme)") && explain.stdout.contains("filter:"), "\(explain)")
-            let missing = try CLI.run(["query", store, "nosuch"])
+            let missing = try await CLI.run(["query", store, "nosuch"])
             #expect(missing.status == 1 && missing.stderr.contains("does not exist"), "\(missing)")
         }
         try await reference.close()
@@ -188,27 +188,27 @@ struct CLITests {
         let queries = try directory.file("q.jsonl", jsonLines(queryRecords()))
         for source in schemes {
             let src = directory.storeString(source, "src-\(source)")
-            #expect(try CLI.run(["load", src, "things", exotic]).status == 0)
-            #expect(try CLI.run(["load", src, "q", queries, "--unique", "code,n", "--index", "x"]).status == 0)
-            let sourceDump = try CLI.run(["dump", src])
+            #expect(try await CLI.run(["load", src, "things", exotic]).status == 0)
+            #expect(try await CLI.run(["load", src, "q", queries, "--unique", "code,n", "--index", "x"]).status == 0)
+            let sourceDump = try await CLI.run(["dump", src])
             for destination in schemes {
                 let dst = directory.storeString(destination, "dst-\(source)-to-\(destination)")
-                let copy = try CLI.run(["copy", src, dst])
+                let copy = try await CLI.run(["copy", src, dst])
                 #expect(copy.status == 0, "\(source) → \(destination): \(copy)")
                 #expect(copy.stderr.contains("verified"), "\(source) → \(destination): \(copy)")
-                let copied = try CLI.run(["dump", dst])
+                let copied = try await CLI.run(["dump", dst])
                 #expect(copied.stdout == sourceDump.stdout, "\(source) → \(destination)")
-                let info = try CLI.run(["info", dst, "--json"])
+                let info = try await CLI.run(["info", dst, "--json"])
                 #expect(info.stdout.contains(#"{"fields":["code","n"],"name":"code_n_unique"}"#), "\(source) → \(destination): \(info)")
                 #expect(info.stdout.contains(#"{"fields":["x"],"name":"x_idx"}"#), "\(source) → \(destination): \(info)")
 
                 // A second copy into the now non-empty store is refused and changes nothing...
                 let before = directory.snapshot().filter { $0.key.hasPrefix("dst-\(source)-to-\(destination)") }
-                let refused = try CLI.run(["copy", src, dst, "--collection", "q"])
+                let refused = try await CLI.run(["copy", src, dst, "--collection", "q"])
                 #expect(refused.status == 1 && refused.stderr.contains("--replace"), "\(refused)")
                 #expect(directory.snapshot().filter { $0.key.hasPrefix("dst-\(source)-to-\(destination)") } == before)
                 // ...unless --replace is given.
-                let replaced = try CLI.run(["copy", src, dst, "--collection", "q", "--replace"])
+                let replaced = try await CLI.run(["copy", src, dst, "--collection", "q", "--replace"])
                 #expect(replaced.status == 0, "\(replaced)")
             }
         }
@@ -216,15 +216,15 @@ struct CLITests {
 
     @Test("check says sound (0) on a good store and finds damage (1)")
     func checkDamagedStores() async throws {
-        let sound = try CLI.run(["check", "memory:"])
+        let sound = try await CLI.run(["check", "memory:"])
         #expect(sound.status == 0 && sound.stdout.contains("is sound"), "\(sound)")
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let file = try directory.file("exotic.jsonl", jsonLines(exoticRecords))
         for scheme in try await CLI.persistentSchemes() {
             let store = directory.storeString(scheme, "damaged")
-            #expect(try CLI.run(["load", store, "things", file]).status == 0)
-            let good = try CLI.run(["check", store])
+            #expect(try await CLI.run(["load", store, "things", file]).status == 0)
+            let good = try await CLI.run(["check", store])
             #expect(good.status == 0 && good.stdout.contains("is sound (1 collection, 4 records read)"), "\(scheme): \(good)")
             // Overwrite every file of the store with bytes that are no store at all.
             let path = String(store.dropFirst(scheme.count + 1))
@@ -245,11 +245,11 @@ struct CLITests {
                 let size = (try? FileManager.default.attributesOfItem(atPath: damaged)[.size] as? Int) ?? 64
                 try Data((0..<max(size, 64)).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }).write(to: URL(fileURLWithPath: damaged))
             }
-            let bad = try CLI.run(["check", store])
+            let bad = try await CLI.run(["check", store])
             #expect(bad.status == 1, "\(scheme): \(bad)")
             #expect(bad.stdout.contains("problem"), "\(scheme): \(bad)")
         }
-        let missing = try CLI.run(["check", "json:" + directory.path + "/nothing-here.json"])
+        let missing = try await CLI.run(["check", "json:" + directory.path + "/nothing-here.json"])
         #expect(missing.status != 0)
     }
 
@@ -261,11 +261,11 @@ struct CLITests {
         let hostile = ["x; DROP TABLE things", "../../etc/passwd", "_depot_outbox", "things\"--", "a/b", "", String(repeating: "a", count: 64), "naïve"]
         for scheme in ["memory"] + (try await CLI.persistentSchemes()) {
             let store = scheme == "memory" ? "memory:" : directory.storeString(scheme, "hostile")
-            if scheme != "memory" { #expect(try CLI.run(["load", store, "things", input]).status == 0) }
+            if scheme != "memory" { #expect(try await CLI.run(["load", store, "things", input]).status == 0) }
             let before = directory.snapshot()
             for name in hostile {
                 for args in [["load", store, name, input], ["dump", store, name], ["query", store, name], ["count", store, name], ["copy", store, "memory:", "--collection", name]] {
-                    let run = try CLI.run(args)
+                    let run = try await CLI.run(args)
                     #expect(run.status == 2, "\(scheme) \(args): \(run)")
                     #expect(run.stderr.hasPrefix("depot: ") && !run.stderr.contains("\n\n"), "\(run)")
                 }
@@ -275,10 +275,10 @@ struct CLITests {
     }
 
     @Test("the tour runs, the drivers agree, and nothing is left behind")
-    func tour() throws {
+    func tour() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let run = try CLI.run(["tour"], environment: ["TMPDIR": directory.path])
+        let run = try await CLI.run(["tour"], environment: ["TMPDIR": directory.path])
         #expect(run.status == 0, "\(run)")
         #expect(run.stdout.contains("gave the same \(Tour.queries.count) answers"), "\(run)")
         #expect(run.stdout.contains("not a benchmark"))
@@ -287,17 +287,17 @@ struct CLITests {
 
     @Test("info shows driver, collections, constraints and the outbox")
     func info() async throws {
-        let run = try CLI.run(["info", "memory:"])
+        let run = try await CLI.run(["info", "memory:"])
         #expect(run.status == 0 && run.stdout.contains("driver:         memory"), "\(run)")
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let file = try directory.file("in.jsonl", "{\"id\":1,\"isbn\":\"a\",\"author\":\"x\"}\n{\"id\":2,\"isbn\":\"b\",\"author\":\"x\"}\n")
         for scheme in try await CLI.persistentSchemes() {
             let store = directory.storeString(scheme, "info")
-            #expect(try CLI.run(["load", store, "books", file, "--unique", "isbn", "--index", "author"]).status == 0)
-            let text = try CLI.run(["info", store])
+            #expect(try await CLI.run(["load", store, "books", file, "--unique", "isbn", "--index", "author"]).status == 0)
+            let text = try await CLI.run(["info", store])
             #expect(text.status == 0 && text.stdout.contains("unique isbn_unique(isbn); index author_idx(author)"), "\(text)")
-            let json = try CLI.run(["info", store, "--json"])
+            let json = try await CLI.run(["info", store, "--json"])
             let value = try JSONText.parse(json.stdout)
             #expect(value.objectValue?["driver"] == .string(scheme))
             #expect(value.objectValue?["collections"]?.arrayValue?.first?.objectValue?["count"] == .int(2))
@@ -321,7 +321,7 @@ struct CLIPieceTests {
     }
 
     @Test("--where parses every operator and JSON literal")
-    func whereParser() throws {
+    func whereParser() async throws {
         #expect(try WhereParser.parse("year >= 1950") == .greaterOrEqual("year", 1950))
         #expect(try WhereParser.parse("year>=1950") == .greaterOrEqual("year", 1950))
         #expect(try WhereParser.parse("  name = \"Ada\" ") == .equal("name", "Ada"))

@@ -46,7 +46,7 @@ extension GDBMCrashTests {
         let meta = try CollectionName("meta")
         _ = try await driver.write { tx in try tx.save(Record(id: "last", fields: ["n": 0]), into: meta) }
         let started = Date()
-        let result = try ChildProcess.run(try CrashTrials.helperPath(), ["gdbm:" + dir.path + "/store?lock_timeout_ms=400", "1"])
+        let result = try await ChildProcess.run(try CrashTrials.helperPath(), ["gdbm:" + dir.path + "/store?lock_timeout_ms=400", "1"])
         let text = result.errorText
         let waited = Date().timeIntervalSince(started)
         #expect(result.status == .exited(1))

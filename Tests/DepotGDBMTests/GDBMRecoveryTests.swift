@@ -179,7 +179,7 @@ import Testing
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let driver = try await open(dir)
-        let result = try ChildProcess.run(flockTool, ["--nonblock", dir.path + "/store/LOCK", "true"])
+        let result = try await ChildProcess.run(flockTool, ["--nonblock", dir.path + "/store/LOCK", "true"])
         #expect(result.status != .exited(0), "another process must not get the store lock")
         try await driver.close()
     }
