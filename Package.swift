@@ -18,6 +18,11 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // branch server: DepotServer
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.5.0"),
     ],
     targets: [
         // Values, errors, queries, the StorageDriver protocol and the public API. No I/O.
@@ -33,6 +38,27 @@ let package = Package(
             dependencies: ["Depot", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: settings
         ),
+        // branch server: the HTTP wire format shared by the server and sync (JSON <-> FieldValue,
+        // ETags, reserved collection names), DepotServer (Hummingbird 2) and DepotSync (no server deps).
+        .target(name: "DepotWire", dependencies: ["DepotCore"], swiftSettings: settings),
+        .target(
+            name: "DepotServer",
+            dependencies: ["DepotCore", "DepotWire",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: settings
+        ),
+        .target(name: "DepotSync", dependencies: ["DepotCore", "DepotWire"], swiftSettings: settings),
+        .testTarget(name: "DepotServerTests", dependencies: ["DepotServer", "DepotWire", "DepotMemory"], swiftSettings: settings),
+        .testTarget(
+            name: "DepotSyncTests",
+            dependencies: ["DepotSync", "DepotServer", "DepotWire", "DepotMemory"],
+            swiftSettings: settings
+        ),
+        // end branch server
         .testTarget(name: "DepotCoreTests", dependencies: ["DepotCore"], swiftSettings: settings),
         .testTarget(name: "DepotMemoryTests", dependencies: ["DepotMemory", "DepotConformance"], swiftSettings: settings),
     ]
