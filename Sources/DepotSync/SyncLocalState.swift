@@ -88,12 +88,13 @@ enum SyncLocal {
         let serverHash = stateHash(id, server)
         if let seen { state.seen = seen }
         var pending = try pendingEntries(tx, name, id)
-        if serverAssignsIDs, !state.remote, state.base == nil, !pending.isEmpty, server != nil, let occupant = try tx.get(id, from: collection) {
-            // A local record the server never saw holds this id by coincidence: it is another
-            // record. Move it to a fresh local id (with its entries) before storing the server's.
-            let fresh = try tx.insert(fields: occupant.fields, into: collection)
-            try tx.delete(id, from: collection)
-            try moveBookkeeping(tx, name, from: id, to: fresh)
+        if serverAssignsIDs, !state.remote, state.base == nil, !pending.isEmpty {
+            // This client never saw a server record with this id, yet it has unpushed local
+            // writes under it: a local record holds the id by coincidence and is another
+            // record. A tombstone for the id is not about it; a server record moves it (with
+            // its entries) to a fresh local id first.
+            guard server != nil else { return .unchanged }
+            _ = try displace(tx, collection, id)
             state = RecordSyncState(collection: name, id: id, etag: nil, base: nil, remote: false, seen: seen ?? 0)
             pending = []
         }
@@ -182,11 +183,8 @@ enum SyncLocal {
         guard from != to else { return nil }
         let name = collection.rawValue
         var displaced: (RecordID, RecordID)?
-        if let occupant = try tx.get(to, from: collection), !(try RecordSyncState.load(tx, name, to).remote) {
-            let fresh = try tx.insert(fields: occupant.fields, into: collection)
-            try tx.delete(to, from: collection)
-            try moveBookkeeping(tx, name, from: to, to: fresh)
-            displaced = (to, fresh)
+        if !(try RecordSyncState.load(tx, name, to).remote), try tx.get(to, from: collection) != nil || !(try pendingEntries(tx, name, to).isEmpty) {
+            displaced = (to, try displace(tx, collection, to))
         }
         if let local = try tx.get(from, from: collection) {
             try tx.delete(from, from: collection)
@@ -194,6 +192,17 @@ enum SyncLocal {
         }
         try moveBookkeeping(tx, name, from: from, to: to)
         return displaced
+    }
+
+    /// Moves the local record at `id` (if any) and its outbox entries and sync state to a
+    /// fresh local id, which it returns: used when `id` turns out to be another record's on
+    /// the server.
+    static func displace(_ tx: any WriteTransaction, _ collection: CollectionName, _ id: RecordID) throws -> RecordID {
+        let occupant = try tx.get(id, from: collection)
+        let fresh = try tx.insert(fields: occupant?.fields ?? [:], into: collection)
+        if occupant == nil { try tx.delete(fresh, from: collection) } else { try tx.delete(id, from: collection) }
+        try moveBookkeeping(tx, collection.rawValue, from: id, to: fresh)
+        return fresh
     }
 
     static func moveBookkeeping(_ tx: any WriteTransaction, _ name: String, from: RecordID, to: RecordID) throws {

@@ -59,7 +59,12 @@ struct SyncFaultTests {
     func converge(seed: UInt64) async throws {
         let serverFaultsOn = Mutex(true)
         let plan = ServerFaults.seeded(seed: seed &* 7919, rate: 0.12)
-        let faults = ServerFaults { method, path in serverFaultsOn.withLock { $0 } ? plan.decide(method, path) : nil }
+        let serverFaultCount = Mutex(0)
+        let faults = ServerFaults { method, path in
+            guard serverFaultsOn.withLock({ $0 }), let fault = plan.decide(method, path) else { return nil }
+            serverFaultCount.withLock { $0 += 1 }
+            return fault
+        }
         try await withSyncServer(faults: faults) { _, serverDriver, url in
             let random = SeededRandomSource(seed: seed)
             let clients = [
@@ -132,6 +137,10 @@ struct SyncFaultTests {
             let extraTasks = actualTags.filter { expectedTags[$0.key] == nil }.count
             if lostTasks + extraTasks + duplicated > 0, ProcessInfo.processInfo.environment["DEPOT_SYNC_DEBUG"] != nil {
                 for (tag, fields) in expectedTags.sorted(by: { $0.key < $1.key }) where actualTags[tag] != fields {
+                    let keys = try await serverDriver.read { tx in try tx.query(Query(), in: WireCollections.idempotency) }
+                    for k in keys where k["body"].stringValue?.contains("\"\(tag)\"") == true {
+                        print("seed \(seed) \(tag) idempotency: \(k["fingerprint"]) -> \(k["status"]) \(k["body"])")
+                    }
                     print("seed \(seed) expected \(tag) = \(FieldValue.object(fields)), server \(actualTags[tag].map { FieldValue.object($0).description } ?? "missing") x\(tagCounts[tag] ?? 0)")
                 }
                 for (tag, fields) in actualTags where expectedTags[tag] == nil { print("seed \(seed) unexpected \(tag) = \(FieldValue.object(fields))") }
@@ -145,6 +154,7 @@ struct SyncFaultTests {
                 totals["seeds", default: 0] += 1
                 totals["operations", default: 0] += Self.operations
                 totals["kills", default: 0] += kills
+                totals["server.faults", default: 0] += serverFaultCount.withLock { $0 }
                 totals["offlineToggles", default: 0] += offlineToggles
                 totals["records", default: 0] += serverNotes.count + serverTasks.count
                 for (k, v) in faultsSeen { totals["client." + k, default: 0] += v }
