@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "DepotCore", targets: ["DepotCore"]),
         .library(name: "DepotConformance", targets: ["DepotConformance"]),
         .executable(name: "depot", targets: ["DepotCLI"]),
+        .executable(name: "depot-crash-helper", targets: ["DepotCrashHelper"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -59,7 +60,9 @@ let package = Package(
             swiftSettings: settings
         ),
         // end branch server
+        // Commits transactions until killed; the crash tests of every driver run it.
+        .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot"], swiftSettings: settings),
         .testTarget(name: "DepotCoreTests", dependencies: ["DepotCore"], swiftSettings: settings),
-        .testTarget(name: "DepotMemoryTests", dependencies: ["DepotMemory", "DepotConformance"], swiftSettings: settings),
+        .testTarget(name: "DepotMemoryTests", dependencies: ["Depot", "DepotMemory", "DepotConformance"], swiftSettings: settings),
     ]
 )

@@ -9,3 +9,16 @@ extension DriverRegistry {
         return registry
     }
 }
+
+extension Store {
+    /// Opens a store from a store string with every built-in driver available:
+    /// `memory:`, `sqlite:PATH`, `gdbm:DIR`, `json:FILE`.
+    ///
+    /// ```swift
+    /// let store = try await Store.open(ProcessInfo.processInfo.environment["DEPOT_STORE"] ?? "sqlite:app.db")
+    /// ```
+    /// - Throws: ``DepotError`` `.invalidStore` naming the problem, or the driver's error.
+    public static func open(_ string: String) async throws -> Store {
+        try await open(string, registry: .standard)
+    }
+}

@@ -177,3 +177,34 @@ extension Date: FieldValueConvertible { public var fieldValue: FieldValue { .dou
 extension Optional: FieldValueConvertible where Wrapped: FieldValueConvertible {
     public var fieldValue: FieldValue { self?.fieldValue ?? .null }
 }
+
+extension FieldValue: Codable {
+    /// Encodes as plain JSON-shaped values for other encoders (bytes as base64 text);
+    /// ``RecordEncoder`` stores a `FieldValue` as it is.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let b): try container.encode(b)
+        case .int(let i): try container.encode(i)
+        case .double(let d): try container.encode(d)
+        case .string(let s): try container.encode(s)
+        case .bytes(let d): try container.encode(d.base64EncodedString())
+        case .array(let a): try container.encode(a)
+        case .object(let o): try container.encode(o)
+        }
+    }
+
+    /// Decodes whatever shape is there; ``RecordDecoder`` returns stored values as they are.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() { self = .null }
+        else if let b = try? container.decode(Bool.self) { self = .bool(b) }
+        else if let i = try? container.decode(Int64.self) { self = .int(i) }
+        else if let d = try? container.decode(Double.self) { self = .double(d) }
+        else if let s = try? container.decode(String.self) { self = .string(s) }
+        else if let a = try? container.decode([FieldValue].self) { self = .array(a) }
+        else if let o = try? container.decode([String: FieldValue].self) { self = .object(o) }
+        else { throw DecodingError.dataCorruptedError(in: container, debugDescription: "Not a field value") }
+    }
+}

@@ -29,6 +29,7 @@ public protocol StorageDriver: AnyObject, Sendable {
     /// Runs `body` in a write transaction: atomic across collections, serializable, durable
     /// per the store's durability when it returns. A throw rolls everything back.
     /// - Throws: what `body` throws, or ``DepotError``.
+    @discardableResult
     func write<T: Sendable>(_ body: @escaping @Sendable (any WriteTransaction) throws -> T) async throws -> T
 
     /// Streams the results of `query` without holding them all in memory.

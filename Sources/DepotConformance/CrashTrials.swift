@@ -1,0 +1,189 @@
+import DepotCore
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What a series of kill trials found.
+public struct CrashTrialReport: Sendable, CustomStringConvertible {
+    /// Trials run (each: start the helper, SIGKILL it, reopen, verify).
+    public var trials = 0
+    /// Trials in which the helper had acknowledged at least one commit before the kill.
+    public var trialsWithCommits = 0
+    /// Commits acknowledged over all trials.
+    public var acknowledgedCommits = 0
+    /// Trials in which the commit in flight at the kill turned out to be durable too.
+    public var inFlightCommitsKept = 0
+    /// The last transaction number found after the final trial.
+    public var finalTransaction: Int64 = 0
+
+    public var description: String {
+        "\(trials) kill trials, \(trialsWithCommits) with acknowledged commits, \(acknowledgedCommits) commits acknowledged, every one found after reopening; \(inFlightCommitsKept) in-flight commits kept whole, none partial; last transaction \(finalTransaction)"
+    }
+}
+
+/// Crash safety tested by killing: runs `depot-crash-helper` against a store, kills it with
+/// SIGKILL at a random moment, reopens the store and checks that it passes its integrity
+/// check, holds every acknowledged commit, and shows no partial transaction.
+///
+/// ```swift
+/// let report = try await CrashTrials.run(store: "sqlite:\(dir)/s.db", factory: factory, directory: dir, trials: 200, seed: 1)
+/// ```
+public enum CrashTrials {
+    /// Runs `trials` kill trials against one store that grows from trial to trial.
+    /// - Parameters:
+    ///   - store: the store string the helper opens.
+    ///   - factory: opens the same store in `directory` for verification.
+    ///   - maxDelayMilliseconds: kills land uniformly between 0 and this after launch.
+    /// - Throws: ``ConformanceFailure`` on a lost commit, a partial transaction, an integrity
+    ///   problem, or a helper that failed by itself.
+    public static func run(
+        store: String, factory: DriverFactory, directory: String, trials: Int, seed: UInt64,
+        maxDelayMilliseconds: Int = 120
+    ) async throws -> CrashTrialReport {
+        let helper = try helperPath()
+        var report = CrashTrialReport()
+        var random = SeededRandom(seed: seed)
+        var lastVerified: Int64 = 0
+        for trial in 0..<trials {
+            let delay = Int(random.next() % UInt64(max(1, maxDelayMilliseconds) * 1000))
+            let output = try runAndKill(helper: helper, store: store, seed: random.next(), delayMicroseconds: delay, trial: trial)
+            let acked = output.acknowledged
+            let driver = try await factory.open(directory)
+            let found: Int64
+            do {
+                found = try await verify(driver, trial: trial)
+                try await driver.close()
+            } catch {
+                try? await driver.close()
+                throw error
+            }
+            let highestAck = acked.max() ?? lastVerified
+            guard found >= highestAck else {
+                throw failure("trial \(trial): transaction \(highestAck) was acknowledged but the store ends at \(found)")
+            }
+            guard found <= highestAck + 1 else {
+                throw failure("trial \(trial): the store holds transaction \(found) but only \(highestAck) could have started")
+            }
+            report.trials += 1
+            if !acked.isEmpty { report.trialsWithCommits += 1 }
+            report.acknowledgedCommits += acked.count
+            if found == highestAck + 1 { report.inFlightCommitsKept += 1 }
+            lastVerified = found
+        }
+        report.finalTransaction = lastVerified
+        return report
+    }
+
+    /// Checks a store the helper wrote: integrity, every transaction up to `meta.last`
+    /// whole, nothing beyond it. Returns the last transaction number.
+    public static func verify(_ driver: any StorageDriver, trial: Int = 0) async throws -> Int64 {
+        let problems = try await driver.integrityCheck()
+        guard problems.isEmpty else { throw failure("trial \(trial): integrity check: \(problems.joined(separator: "; "))") }
+        let accounts = try CollectionName("accounts"), ledger = try CollectionName("ledger"), meta = try CollectionName("meta")
+        let (last, accountRecords, ledgerRecords) = try await driver.read { tx in
+            (try tx.get("last", from: meta)?.fields["n"]?.intValue ?? 0,
+             try tx.query(Query(), in: accounts),
+             try tx.query(Query(), in: ledger))
+        }
+        var expected: [Int64] = []
+        if last > 0 {
+            for n in 1...last where !((n + 5) % 7 == 0 && n + 5 <= last && n + 5 > 5) { expected.append(n) }
+        }
+        let accountIDs = accountRecords.map { $0.id }, ledgerIDs = ledgerRecords.map { $0.id }
+        let expectedIDs = expected.map { RecordID.int($0) }
+        guard accountIDs == expectedIDs else {
+            throw failure("trial \(trial): accounts hold \(accountIDs.count) records, expected \(expectedIDs.count) for transaction \(last) (first difference at \(String(describing: zip(accountIDs, expectedIDs).first { $0 != $1 })))")
+        }
+        guard ledgerIDs == expectedIDs else {
+            throw failure("trial \(trial): ledger holds \(ledgerIDs.count) records, expected \(expectedIDs.count): a transaction is partly visible")
+        }
+        for record in accountRecords + ledgerRecords where record.fields["n"] != record.id.fieldValue {
+            throw failure("trial \(trial): record \(record.id) holds n = \(record.fields["n"] ?? .null)")
+        }
+        return last
+    }
+
+    struct HelperOutput {
+        var acknowledged: [Int64]
+    }
+
+    static func runAndKill(helper: String, store: String, seed: UInt64, delayMicroseconds: Int, trial: Int) throws -> HelperOutput {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: helper)
+        process.arguments = [store, String(seed)]
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let collected = OutputCollector(out.fileHandleForReading)
+        let collectedErrors = OutputCollector(err.fileHandleForReading)
+        try process.run()
+        usleep(useconds_t(delayMicroseconds))
+        let exitedEarly = !process.isRunning
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let text = String(decoding: collected.wait(), as: UTF8.self)
+        let errors = String(decoding: collectedErrors.wait(), as: UTF8.self)
+        if exitedEarly && process.terminationReason == .exit {
+            throw failure("trial \(trial): the helper exited with status \(process.terminationStatus) before the kill: \(errors.prefix(500))")
+        }
+        var acked: [Int64] = []
+        for line in text.split(separator: "\n") where line.hasPrefix("ACK ") {
+            if let n = Int64(line.dropFirst(4)) { acked.append(n) }
+        }
+        return HelperOutput(acknowledged: acked)
+    }
+
+    /// Finds `depot-crash-helper` beside the test binary (or in `DEPOT_CRASH_HELPER`).
+    public static func helperPath() throws -> String {
+        if let path = ProcessInfo.processInfo.environment["DEPOT_CRASH_HELPER"] { return path }
+        var directory = URL(fileURLWithPath: CommandLine.arguments.first ?? ".").deletingLastPathComponent()
+        for _ in 0..<6 {
+            let candidate = directory.appendingPathComponent("depot-crash-helper").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        throw failure("depot-crash-helper was not found beside the test binary; run `swift build` first")
+    }
+
+    static func failure(_ message: String, line: Int = #line) -> ConformanceFailure {
+        ConformanceFailure(check: "crash", message: message, file: #fileID, line: line)
+    }
+}
+
+/// Reads a pipe to its end on a thread of its own, so the writer never blocks on a full pipe.
+final class OutputCollector: @unchecked Sendable {
+    // @unchecked: `data` is written once by the reading thread before `done` is signalled,
+    // and read only after waiting on `done`.
+    private var data = Data()
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ handle: FileHandle) {
+        let thread = Thread { [self] in
+            data = handle.readDataToEndOfFile()
+            done.signal()
+        }
+        thread.start()
+    }
+
+    func wait() -> Data {
+        done.wait()
+        return data
+    }
+}
+
+/// SplitMix64: small, seeded, repeatable.
+struct SeededRandom: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,254 @@
+import Foundation
+import Synchronization
+
+/// Typed access to a model's collection: save, find, query, delete, observe.
+///
+/// ```swift
+/// let users = try await store.repository(User.self)
+/// let ada = try await users.insert(User(id: nil, email: "ada@example.com", name: "Ada"))
+/// let found = try await users.find(id: ada.id)
+/// let page = try await users.query().filter(Field("name").hasPrefix("A")).sort("name").limit(20).all()
+/// for try await current in users.observe(users.query().filter(Field("active") == true)) { render(current) }
+/// ```
+///
+/// Each call is one transaction; group several with ``Store/write(recordingOutbox:_:)`` and
+/// ``StoreWriteTransaction/repository(_:)``.
+public struct Repository<M: Model>: Sendable {
+    public let store: Store
+    public let collection: CollectionName
+    let cache: ModelCache<M>?
+
+    init(store: Store, collection: CollectionName, cache: ModelCache<M>?) {
+        self.store = store
+        self.collection = collection
+        self.cache = cache
+    }
+
+    public func insert(_ model: M) async throws -> M {
+        try await store.write { tx in try tx.repository(M.self).insert(model) }
+    }
+
+    public func update(_ model: M) async throws {
+        try await store.write { tx in try tx.repository(M.self).update(model) }
+    }
+
+    @discardableResult
+    public func save(_ model: M) async throws -> WriteOutcome {
+        try await store.write { tx in try tx.repository(M.self).save(model) }
+    }
+
+    /// Saves many models in one transaction (all or none).
+    public func save(_ models: [M]) async throws {
+        try await store.write { tx in
+            let repository = try tx.repository(M.self)
+            for model in models { try repository.save(model) }
+        }
+    }
+
+    /// Upsert by natural key: see ``TransactionRepository/upsert(_:uniqueOn:)``.
+    @discardableResult
+    public func upsert(_ model: M, uniqueOn constraint: String) async throws -> M {
+        try await store.write { tx in try tx.repository(M.self).upsert(model, uniqueOn: constraint) }
+    }
+
+    /// The model with `id`, from the read cache when it has it.
+    public func find(id: M.ID) async throws -> M? {
+        guard let recordID = id.recordID else { return nil }
+        if let cache, let hit = cache.get(recordID) { return hit }
+        let generation = cache?.generation
+        let collection = self.collection
+        let model = try await store.read { tx in try tx.get(recordID, from: collection).map(M.decode) }
+        if let cache, let model, let generation { cache.put(recordID, model, ifGeneration: generation) }
+        return model
+    }
+
+    /// Starts a query over the collection.
+    public func query() -> RepositoryQuery<M> { RepositoryQuery(repository: self, query: Query()) }
+
+    /// Every model, in id order.
+    public func all() async throws -> [M] { try await query().all() }
+
+    public func count(_ filter: Filter = .all) async throws -> Int { try await query().filter(filter).count() }
+
+    /// Query by example: the fields set (non-nil) on `example`, except its id, must all match.
+    public func find(matching example: M) async throws -> [M] {
+        let (_, fields) = try RecordEncoder().encodeRecord(example)
+        let filter = fields.keys.sorted().reduce(Filter.all) { $0 && Filter.equal($1, fields[$1] ?? .null) }
+        return try await query().filter(filter).all()
+    }
+
+    @discardableResult
+    public func delete(id: M.ID) async throws -> Bool {
+        try await store.write { tx in try tx.repository(M.self).delete(id: id) }
+    }
+
+    @discardableResult
+    public func delete(matching filter: Filter) async throws -> Int {
+        try await store.write { tx in try tx.repository(M.self).delete(matching: filter) }
+    }
+
+    @discardableResult
+    public func deleteAll() async throws -> Int { try await delete(matching: .all) }
+
+    /// Yields the query's results now and again after every commit of this process that
+    /// changes the collection. Ending the loop ends the observation.
+    public func observe(_ query: RepositoryQuery<M>) -> AsyncThrowingStream<[M], any Error> {
+        let changes = store.changes()
+        let collection = self.collection
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    continuation.yield(try await query.all())
+                    for await batch in changes where batch.collections.contains(collection) {
+                        continuation.yield(try await query.all())
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+}
+
+extension Store {
+    /// The repository for `M`, preparing its collection (constraints, indexes) first.
+    /// - Parameter cacheCapacity: keep up to this many models by id in a read cache that
+    ///   every commit of this store invalidates before it returns; `0` for none.
+    /// - Throws: `.invalidName`, `.schemaMismatch`, `.uniqueViolation` (existing data breaks a new constraint).
+    public func repository<M: Model>(_ type: M.Type, cacheCapacity: Int = 0) async throws -> Repository<M> {
+        let schema = try M.schema()
+        let key = String(reflecting: M.self)
+        if !preparedModels.withLock({ $0.contains(key) }) {
+            try await write { tx in try tx.prepare(schema) }
+            preparedModels.withLock { _ = $0.insert(key) }
+        }
+        var cache: ModelCache<M>?
+        if cacheCapacity > 0 {
+            let created = ModelCache<M>(capacity: cacheCapacity, collection: schema.name)
+            register(cache: created)
+            cache = created
+        }
+        return Repository(store: self, collection: schema.name, cache: cache)
+    }
+}
+
+/// A query being built over a repository; every step returns a new value.
+public struct RepositoryQuery<M: Model>: Sendable {
+    public let repository: Repository<M>
+    public var query: Query
+
+    /// Adds a condition (ANDed with earlier ones).
+    public func filter(_ filter: Filter) -> RepositoryQuery {
+        var copy = self
+        copy.query.filter = query.filter && filter
+        return copy
+    }
+
+    /// Adds a sort key.
+    public func sort(_ field: String, descending: Bool = false) -> RepositoryQuery {
+        var copy = self
+        copy.query.sort.append(SortKey(field, descending: descending))
+        return copy
+    }
+
+    public func sort(_ key: SortKey) -> RepositoryQuery {
+        var copy = self
+        copy.query.sort.append(key)
+        return copy
+    }
+
+    public func offset(_ offset: Int) -> RepositoryQuery {
+        var copy = self
+        copy.query.offset = offset
+        return copy
+    }
+
+    public func limit(_ limit: Int) -> RepositoryQuery {
+        var copy = self
+        copy.query.limit = limit
+        return copy
+    }
+
+    public func all() async throws -> [M] {
+        let query = self.query, collection = repository.collection
+        return try await repository.store.read { tx in try tx.query(query, in: collection).map(M.decode) }
+    }
+
+    public func first() async throws -> M? { try await limit(1).all().first }
+
+    public func count() async throws -> Int {
+        let filter = query.filter, collection = repository.collection
+        return try await repository.store.read { tx in try tx.count(filter, in: collection) }
+    }
+
+    public func exists() async throws -> Bool {
+        let filter = query.filter, collection = repository.collection
+        return try await repository.store.read { tx in try tx.exists(filter, in: collection) }
+    }
+
+    /// Streams the models one at a time without loading them all.
+    public func stream() throws -> AsyncThrowingMapSequence<RecordStream, M> {
+        try query.validate()
+        return repository.store.driver.stream(query, from: repository.collection).map { try M.decode($0) }
+    }
+
+    public func explain() async throws -> QueryPlan {
+        try await repository.store.collection(repository.collection).explain(query)
+    }
+
+    public func delete() async throws -> Int { try await repository.delete(matching: query.filter) }
+}
+
+/// A bounded read cache by id, invalidated synchronously by every commit of its store.
+final class ModelCache<M: Model>: ChangeInvalidated, @unchecked Sendable {
+    // @unchecked: all mutable state lives in `state`, a Mutex.
+    struct State {
+        var entries: [RecordID: (model: M, tick: UInt64)] = [:]
+        var tick: UInt64 = 0
+        var generation: UInt64 = 0
+    }
+    let state = Mutex(State())
+    let capacity: Int
+    let collection: CollectionName
+
+    init(capacity: Int, collection: CollectionName) {
+        self.capacity = capacity
+        self.collection = collection
+    }
+
+    var generation: UInt64 { state.withLock { $0.generation } }
+
+    func get(_ id: RecordID) -> M? {
+        state.withLock { state in
+            guard let entry = state.entries[id] else { return nil }
+            state.tick += 1
+            state.entries[id] = (entry.model, state.tick)
+            return entry.model
+        }
+    }
+
+    /// Stores a model read at `generation`, unless a commit has invalidated since.
+    func put(_ id: RecordID, _ model: M, ifGeneration generation: UInt64) {
+        state.withLock { state in
+            guard state.generation == generation else { return }
+            state.tick += 1
+            state.entries[id] = (model, state.tick)
+            if state.entries.count > capacity, let oldest = state.entries.min(by: { $0.value.tick < $1.value.tick })?.key {
+                state.entries[oldest] = nil
+            }
+        }
+    }
+
+    func invalidate(_ batch: ChangeBatch) {
+        let ids = batch.changes.filter { $0.collection == collection }.map(\.id)
+        guard !ids.isEmpty else { return }
+        state.withLock { state in
+            state.generation += 1
+            for id in ids { state.entries[id] = nil }
+        }
+    }
+
+    var count: Int { state.withLock { $0.entries.count } }
+}

@@ -1,0 +1,185 @@
+import Foundation
+
+/// Reading inside ``Store/read(_:)``: the driver's transaction plus typed access.
+/// Valid only inside the closure.
+public class StoreReadTransaction {
+    let base: any ReadTransaction
+    unowned let store: Store
+
+    init(_ base: any ReadTransaction, store: Store) {
+        self.base = base
+        self.store = store
+    }
+
+    /// The driver's own transaction, for what this wrapper does not offer.
+    public var driverTransaction: any ReadTransaction { base }
+
+    public func get(_ id: RecordID, from collection: CollectionName) throws -> Record? { try base.get(id, from: collection) }
+    public func query(_ query: Query, in collection: CollectionName) throws -> [Record] {
+        try query.validate()
+        return try base.query(query, in: collection)
+    }
+    public func forEach(_ query: Query, in collection: CollectionName, _ body: (Record) throws -> Bool) throws {
+        try query.validate()
+        try base.forEach(query, in: collection, body)
+    }
+    public func count(_ filter: Filter = .all, in collection: CollectionName) throws -> Int {
+        try filter.validate()
+        return try base.count(filter, in: collection)
+    }
+    public func exists(_ filter: Filter, in collection: CollectionName) throws -> Bool {
+        try filter.validate()
+        return try base.exists(filter, in: collection)
+    }
+    public func schema(of collection: CollectionName) throws -> CollectionSchema? { try base.schema(of: collection) }
+    public func collectionNames() throws -> [CollectionName] { try base.collectionNames() }
+
+    /// Typed access to `M`'s collection inside this transaction.
+    public func repository<M: Model>(_ type: M.Type) throws -> TransactionRepository<M> {
+        TransactionRepository(transaction: self, collection: try M.collection())
+    }
+}
+
+/// Writing inside ``Store/write(recordingOutbox:_:)``: validates every record, removes
+/// top-level nulls, records change events, and adds sync outbox entries for collections
+/// attached to a remote — all in the same driver transaction.
+public final class StoreWriteTransaction: StoreReadTransaction {
+    let writer: any WriteTransaction
+    let attached: Set<String>
+    var changes: [ChangeEvent] = []
+    var touchedAttachments = false
+    var preparedModels: Set<String> = []
+    var isValid = true
+
+    init(_ base: any WriteTransaction, store: Store, attached: Set<String>) {
+        self.writer = base
+        self.attached = attached
+        super.init(base, store: store)
+    }
+
+    /// The driver's own write transaction. Writes made through it bypass validation,
+    /// change events and the outbox.
+    public var driverWriteTransaction: any WriteTransaction { writer }
+
+    private func prepared(_ record: Record, _ collection: CollectionName) throws -> Record {
+        guard isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
+        let clean = record.withoutNulls
+        try clean.validate(collection: collection.rawValue)
+        return clean
+    }
+
+    private func note(_ kind: ChangeEvent.Kind, _ id: RecordID, _ collection: CollectionName, fields: [String: FieldValue]?) throws {
+        changes.append(ChangeEvent(collection: collection, kind: kind, id: id))
+        if collection.rawValue == "_depot_sync" { touchedAttachments = true }
+        guard attached.contains(collection.rawValue) else { return }
+        var entry: [String: FieldValue] = [
+            "collection": .string(collection.rawValue),
+            "recordId": id.fieldValue,
+            "op": .string(kind == .deleted ? "delete" : "upsert"),
+            "idempotencyKey": .string(UUID().uuidString),
+            "state": "pending",
+            "attempts": 0,
+        ]
+        if let fields { entry["record"] = .object(fields) }
+        _ = try writer.insert(fields: entry, into: try CollectionName(reserved: "_depot_outbox"))
+    }
+
+    /// Adds a record. - Throws: `.alreadyExists`, `.uniqueViolation`, `.invalidName`, `.invalidValue`.
+    public func insert(_ record: Record, into collection: CollectionName) throws {
+        let record = try prepared(record, collection)
+        try writer.insert(record, into: collection)
+        try note(.inserted, record.id, collection, fields: record.fields)
+    }
+
+    /// Adds a record under a new store-assigned integer id and returns it.
+    public func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID {
+        let record = try prepared(Record(id: .int(1), fields: fields), collection)
+        let id = try writer.insert(fields: record.fields, into: collection)
+        try note(.inserted, id, collection, fields: record.fields)
+        return id
+    }
+
+    /// Replaces an existing record's fields. - Throws: `.notFound`, `.uniqueViolation`.
+    public func update(_ record: Record, in collection: CollectionName) throws {
+        let record = try prepared(record, collection)
+        try writer.update(record, in: collection)
+        try note(.updated, record.id, collection, fields: record.fields)
+    }
+
+    /// Inserts or replaces a record.
+    @discardableResult
+    public func save(_ record: Record, into collection: CollectionName) throws -> WriteOutcome {
+        let record = try prepared(record, collection)
+        let outcome = try writer.save(record, into: collection)
+        try note(outcome == .inserted ? .inserted : .updated, record.id, collection, fields: record.fields)
+        return outcome
+    }
+
+    /// Saves `record`, keyed by the unique constraint `constraint` instead of its id: when
+    /// another record has the same values for that constraint, that record is replaced and
+    /// keeps its id; otherwise `record` is inserted. Returns the id stored and what happened.
+    /// - Throws: `.notFound` when the collection has no such constraint.
+    @discardableResult
+    public func upsert(_ record: Record, uniqueOn constraint: String, into collection: CollectionName) throws -> (id: RecordID, outcome: WriteOutcome) {
+        let record = try prepared(record, collection)
+        guard let definition = try writer.schema(of: collection)?.uniqueConstraints.first(where: { $0.name == constraint }) else {
+            throw DepotError(.notFound, "Collection '\(collection)' has no unique constraint '\(constraint)'.", collection: collection.rawValue, constraint: constraint)
+        }
+        let filter = Filter.and(definition.fields.map { Filter.equal($0, record[$0]) })
+        if definition.fields.allSatisfy({ !record[$0].isNull }), let existing = try writer.first(Query(filter: filter), in: collection) {
+            let replacement = Record(id: existing.id, fields: record.fields)
+            try writer.update(replacement, in: collection)
+            try note(.updated, existing.id, collection, fields: replacement.fields)
+            return (existing.id, .updated)
+        }
+        let outcome = try writer.save(record, into: collection)
+        try note(outcome == .inserted ? .inserted : .updated, record.id, collection, fields: record.fields)
+        return (record.id, outcome)
+    }
+
+    /// Deletes by id; `false` if there was none.
+    @discardableResult
+    public func delete(_ id: RecordID, from collection: CollectionName) throws -> Bool {
+        guard isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
+        let deleted = try writer.delete(id, from: collection)
+        if deleted { try note(.deleted, id, collection, fields: nil) }
+        return deleted
+    }
+
+    /// Deletes every record matching `filter`; returns how many.
+    @discardableResult
+    public func delete(matching filter: Filter, from collection: CollectionName) throws -> Int {
+        try filter.validate()
+        var ids: [RecordID] = []
+        try writer.forEach(Query(filter: filter), in: collection) { ids.append($0.id); return true }
+        if ids.isEmpty { return 0 }
+        var deleted = 0
+        for id in ids where try delete(id, from: collection) { deleted += 1 }
+        return deleted
+    }
+
+    /// Creates a collection or makes its constraints and indexes those of `schema`.
+    public func prepare(_ schema: CollectionSchema) throws {
+        guard isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
+        try schema.validate()
+        try writer.prepare(schema)
+    }
+
+    /// Removes a collection and its records.
+    @discardableResult
+    public func dropCollection(_ collection: CollectionName) throws -> Bool {
+        guard isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
+        return try writer.dropCollection(collection)
+    }
+
+    /// Typed access to `M`'s collection inside this transaction; prepares `M`'s schema
+    /// (constraints, indexes) the first time this store sees `M`.
+    public override func repository<M: Model>(_ type: M.Type) throws -> TransactionRepository<M> {
+        let key = String(reflecting: M.self)
+        if !store.preparedModels.withLock({ $0.contains(key) }) && !preparedModels.contains(key) {
+            try prepare(try M.schema())
+            preparedModels.insert(key)
+        }
+        return TransactionRepository(transaction: self, collection: try M.collection())
+    }
+}

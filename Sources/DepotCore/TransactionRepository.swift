@@ -1,0 +1,101 @@
+/// Typed access to a model's collection inside one transaction.
+///
+/// ```swift
+/// try await store.write { tx in
+///     let accounts = try tx.repository(Account.self)
+///     var from = try accounts.find(id: 1)!
+///     ...
+///     try accounts.save(from)
+///     try tx.repository(Transfer.self).insert(transfer)
+/// }
+/// ```
+public struct TransactionRepository<M: Model> {
+    let transaction: StoreReadTransaction
+    public let collection: CollectionName
+
+    private var writer: StoreWriteTransaction {
+        get throws {
+            guard let writer = transaction as? StoreWriteTransaction else {
+                throw DepotError(.unsupported, "Writes need a write transaction.", collection: collection.rawValue)
+            }
+            return writer
+        }
+    }
+
+    public func find(id: M.ID) throws -> M? {
+        guard let recordID = id.recordID else { return nil }
+        return try transaction.get(recordID, from: collection).map(M.decode)
+    }
+
+    public func all(_ query: Query = Query()) throws -> [M] {
+        try transaction.query(query, in: collection).map(M.decode)
+    }
+
+    public func first(_ filter: Filter = .all) throws -> M? {
+        try transaction.query(Query(filter: filter, limit: 1), in: collection).first.map(M.decode)
+    }
+
+    public func count(_ filter: Filter = .all) throws -> Int { try transaction.count(filter, in: collection) }
+
+    /// Inserts `model`; a `nil` optional integer id is assigned by the store.
+    /// Returns the model as stored (with its id).
+    /// - Throws: `.alreadyExists`, `.uniqueViolation`, `.invalidValue`.
+    @discardableResult
+    public func insert(_ model: M) throws -> M {
+        let (id, fields) = try RecordEncoder().encodeRecord(model)
+        if let id {
+            try writer.insert(Record(id: id, fields: fields), into: collection)
+            return model
+        }
+        guard M.ID.idKind == .int else {
+            throw DepotError(.invalidValue, "Only integer ids can be assigned by the store.", collection: collection.rawValue)
+        }
+        let assigned = try writer.insert(fields: fields, into: collection)
+        return try M.decode(Record(id: assigned, fields: fields))
+    }
+
+    /// Replaces an existing model. - Throws: `.notFound`, `.uniqueViolation`.
+    public func update(_ model: M) throws {
+        try writer.update(try model.record(), in: collection)
+    }
+
+    /// Inserts or replaces. A model without an id is inserted under an assigned id.
+    @discardableResult
+    public func save(_ model: M) throws -> WriteOutcome {
+        guard model.id.recordID != nil else {
+            try insert(model)
+            return .inserted
+        }
+        return try writer.save(try model.record(), into: collection)
+    }
+
+    /// Saves, keyed by the unique constraint named `constraint`: replaces the record with the
+    /// same natural key (keeping its id) or inserts. Returns the model as stored.
+    @discardableResult
+    public func upsert(_ model: M, uniqueOn constraint: String) throws -> M {
+        let (id, fields) = try RecordEncoder().encodeRecord(model)
+        let writer = try self.writer
+        guard let schema = try writer.schema(of: collection), let definition = schema.uniqueConstraints.first(where: { $0.name == constraint }) else {
+            throw DepotError(.notFound, "\(M.self) has no unique constraint '\(constraint)'.", collection: collection.rawValue, constraint: constraint)
+        }
+        let probe = Record(id: id ?? .int(0), fields: fields)
+        let filter = Filter.and(definition.fields.map { Filter.equal($0, probe[$0]) })
+        if definition.fields.allSatisfy({ !probe[$0].isNull }), let existing = try writer.driverWriteTransaction.first(Query(filter: filter), in: collection) {
+            let replacement = Record(id: existing.id, fields: fields)
+            try writer.update(replacement, in: collection)
+            return try M.decode(replacement)
+        }
+        return try insert(model)
+    }
+
+    @discardableResult
+    public func delete(id: M.ID) throws -> Bool {
+        guard let recordID = id.recordID else { return false }
+        return try writer.delete(recordID, from: collection)
+    }
+
+    @discardableResult
+    public func delete(matching filter: Filter) throws -> Int {
+        try writer.delete(matching: filter, from: collection)
+    }
+}

@@ -1,0 +1,62 @@
+// depot-crash-helper STORE SEED
+//
+// A process for crash tests: opens STORE, then commits multi-collection transactions
+// forever, printing "ACK n" on stdout (flushed) after each commit is acknowledged.
+// Transaction n saves accounts[n] and ledger[n] and sets meta["last"].n = n; when
+// n % 7 == 0 it also deletes accounts[n-5] and ledger[n-5]. A test kills it with SIGKILL
+// and checks the store with `CrashTrials.verify`.
+import Depot
+import Foundation
+
+@main
+struct CrashHelper {
+    static func main() async {
+        let arguments = CommandLine.arguments
+        guard arguments.count == 3, let seed = UInt64(arguments[2]) else {
+            FileHandle.standardError.write(Data("usage: depot-crash-helper STORE SEED\n".utf8))
+            exit(2)
+        }
+        do {
+            let driver = try await DriverRegistry.standard.makeDriver(arguments[1])
+            try await run(driver, seed: seed)
+        } catch {
+            FileHandle.standardError.write(Data("depot-crash-helper: \(String(reflecting: error))\n".utf8))
+            exit(1)
+        }
+    }
+
+    static func run(_ driver: any StorageDriver, seed: UInt64) async throws {
+        let accounts = try CollectionName("accounts"), ledger = try CollectionName("ledger"), meta = try CollectionName("meta")
+        var last: Int64 = try await driver.read { tx in try tx.get("last", from: meta)?.fields["n"]?.intValue ?? 0 }
+        var random = SplitMix64(seed: seed)
+        while true {
+            last += 1
+            let n = last
+            let padLength = Int(random.next() % 1500)
+            let pad = String(repeating: "x", count: padLength)
+            try await driver.write { tx in
+                try tx.save(Record(id: .int(n), fields: ["n": .int(n), "pad": .string(pad)]), into: accounts)
+                try tx.save(Record(id: .int(n), fields: ["n": .int(n)]), into: ledger)
+                if n % 7 == 0 && n > 5 {
+                    try tx.delete(.int(n - 5), from: accounts)
+                    try tx.delete(.int(n - 5), from: ledger)
+                }
+                try tx.save(Record(id: "last", fields: ["n": .int(n)]), into: meta)
+            }
+            FileHandle.standardOutput.write(Data("ACK \(n)\n".utf8))
+        }
+    }
+}
+
+/// A small seeded generator (SplitMix64), so runs repeat.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

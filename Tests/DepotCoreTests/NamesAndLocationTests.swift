@@ -1,0 +1,58 @@
+import DepotCore
+import Testing
+
+@Suite struct NamesAndLocationTests {
+    @Test(arguments: ["users", "A", "a_b_9", String(repeating: "x", count: 63), "Select", "order"])
+    func validCollectionNames(_ name: String) throws {
+        #expect(try CollectionName(name).rawValue == name)
+    }
+
+    @Test(arguments: ["", "9lives", "_depot_meta", "a b", "a;DROP TABLE x", "a\"b", "a'b", "..", "a/b", "a\u{0}b",
+                      String(repeating: "x", count: 64), "café", "a-b", "_x"])
+    func hostileCollectionNamesAreRejected(_ name: String) {
+        do {
+            _ = try CollectionName(name)
+            Issue.record("accepted \(name.debugDescription)")
+        } catch let error as DepotError {
+            #expect(error.code == .invalidName)
+            #expect(!error.message.contains("\u{0}"))
+        } catch {
+            Issue.record("wrong error \(error)")
+        }
+    }
+
+    @Test func reservedNamesOnlyThroughTheReservedInitializer() throws {
+        #expect(try CollectionName(reserved: "_depot_outbox").isReserved)
+        #expect(throws: DepotError.self) { try CollectionName(reserved: "users") }
+        #expect(throws: DepotError.self) { try CollectionName(reserved: "_depot_Bad") }
+    }
+
+    @Test func fieldNames() {
+        #expect(FieldName.isValid("name") && FieldName.isValid("_private") && FieldName.isValid("Name"))
+        #expect(!FieldName.isValid("id") && !FieldName.isValid("_depot_x") && !FieldName.isValid("a.b") && !FieldName.isValid(""))
+    }
+
+    @Test func storeStrings() throws {
+        let sqlite = try StoreLocation("sqlite:/tmp/a.db?durability=normal")
+        #expect(sqlite.scheme == "sqlite" && sqlite.path == "/tmp/a.db")
+        #expect(try sqlite.durability() == .normal)
+        #expect(try StoreLocation("sqlite::memory:").path == ":memory:")
+        #expect(try StoreLocation("memory:").durability() == .full)
+        #expect(throws: DepotError.self) { try StoreLocation("no-scheme-here") }
+        #expect(throws: DepotError.self) { try StoreLocation("json:a.json?durability=sometimes").durability() }
+        #expect(throws: DepotError.self) { try StoreLocation("json:a.json?x=1").rejectUnknownOptions(["durability"]) }
+        let secret = try StoreLocation("postgres://bob:hunter2@db:5432/app?password=pw")
+        #expect(!secret.description.contains("hunter2") && !secret.description.contains("=pw"))
+    }
+
+    @Test func unknownSchemeIsAClearError() async throws {
+        let registry = DriverRegistry()
+        do {
+            _ = try await registry.makeDriver("mongo:x")
+            Issue.record("opened an unknown scheme")
+        } catch let error as DepotError {
+            #expect(error.code == .invalidStore)
+            #expect(error.message.contains("mongo"))
+        }
+    }
+}
