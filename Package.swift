@@ -33,7 +33,7 @@ let package = Package(
         // The executable contract every driver runs (no test framework inside).
         .target(name: "DepotConformance", dependencies: ["DepotCore", "DepotMemory"], swiftSettings: settings),
         // The umbrella: re-exports the core and registers the built-in drivers.
-        .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory"], swiftSettings: settings),
+        .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory", "DepotSync"], swiftSettings: settings),
         .executableTarget(
             name: "DepotCLI",
             dependencies: ["Depot", .product(name: "ArgumentParser", package: "swift-argument-parser")],

@@ -1,5 +1,6 @@
 @_exported import DepotCore
 @_exported import DepotMemory
+@_exported import DepotSync
 
 extension DriverRegistry {
     /// Every driver that ships with Depot: `memory:`.

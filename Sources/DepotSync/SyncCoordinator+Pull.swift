@@ -64,7 +64,7 @@ extension SyncCoordinator {
                 }
             }
             let batch = items
-            let outcomes = try await driver.write { tx -> [ApplyOutcome] in
+            let outcomes = try await localWrite { tx -> [ApplyOutcome] in
                 var outcomes: [ApplyOutcome] = []
                 for (id, fields, etag) in batch {
                     outcomes.append(try SyncLocal.applyRemote(tx, collection: collection, id: id, server: fields, etag: etag, seen: nil, policy: policy, serverAssignsIDs: assigns))
@@ -100,7 +100,7 @@ extension SyncCoordinator {
             let (records, total, full) = try await fetchPage(endpoint, page: page, size: endpoint.pageSize, sort: nil, report: &report)
             let batch = records
             let nextPage = page + 1
-            let outcomes = try await driver.write { tx -> [ApplyOutcome] in
+            let outcomes = try await localWrite { tx -> [ApplyOutcome] in
                 var outcomes: [ApplyOutcome] = []
                 for record in batch {
                     outcomes.append(try SyncLocal.applyRemote(tx, collection: collection, id: record.id, server: record.fields, etag: nil, seen: generation, policy: policy, serverAssignsIDs: assigns))
@@ -118,7 +118,7 @@ extension SyncCoordinator {
             page += 1
         }
         let name = collection.rawValue
-        let outcomes = try await driver.write { tx -> [(RecordID, ApplyOutcome)] in
+        let outcomes = try await localWrite { tx -> [(RecordID, ApplyOutcome)] in
             let known = try tx.query(Query(filter: Field("collection") == name && Field("remote") == true), in: WireCollections.syncRecords)
             var outcomes: [(RecordID, ApplyOutcome)] = []
             for state in known where state["seen"].intValue != generation {
@@ -210,7 +210,7 @@ extension SyncCoordinator {
         let (records, _, _) = try await fetchPage(endpoint, page: pageIndex + 1, size: pageSize, sort: sort.isEmpty ? nil : sort, report: &report)
         let policy = conflictPolicy
         let assigns = endpoint.idAssignment == .server
-        let outcomes = try await driver.write { tx -> [ApplyOutcome] in
+        let outcomes = try await localWrite { tx -> [ApplyOutcome] in
             try records.map { try SyncLocal.applyRemote(tx, collection: collection, id: $0.id, server: $0.fields, etag: nil, seen: nil, policy: policy, serverAssignsIDs: assigns) }
         }
         for (n, outcome) in outcomes.enumerated() { count(outcome, collection, records[n].id, &report) }

@@ -55,7 +55,7 @@ extension SyncCoordinator {
             case .delete:
                 if !state.remote {
                     // The server never had it: nothing to send.
-                    try await driver.write { tx in _ = try tx.delete(.int(seq), from: WireCollections.outbox) }
+                    try await localWrite { tx in _ = try tx.delete(.int(seq), from: WireCollections.outbox) }
                     return .pushed
                 }
                 method = "DELETE"
@@ -67,7 +67,7 @@ extension SyncCoordinator {
                 answer = try await send(endpoint, method, url, body: body, headers: headers, report: &report)
             } catch let error as DepotError where error.code == .remote {
                 let message = error.message
-                try await driver.write { tx in
+                try await localWrite { tx in
                     guard let record = try tx.get(.int(seq), from: WireCollections.outbox), var stored = OutboxEntry(record) else { return }
                     stored.attempts += 1
                     stored.lastError = message
@@ -86,14 +86,14 @@ extension SyncCoordinator {
                 return .pushed
             case .conflict:
                 let (server, etag) = try await fetchCurrent(endpoint, id, &report)
-                let outcome = try await driver.write { tx in
+                let outcome = try await localWrite { tx in
                     try SyncLocal.applyRemote(tx, collection: collection, id: id, server: server, etag: etag, seen: nil, policy: policy, serverAssignsIDs: assigns)
                 }
                 count(outcome, collection, id, &report)
                 continue
             case .permanent, .notFound, .retry:
                 let message = Self.describe(answer)
-                try await driver.write { tx in
+                try await localWrite { tx in
                     guard let record = try tx.get(.int(seq), from: WireCollections.outbox), var stored = OutboxEntry(record) else { return }
                     stored.state = .dead
                     stored.attempts += 1
@@ -127,7 +127,7 @@ extension SyncCoordinator {
         let replayed = answer.header("idempotent-replayed") == "true"
         let etag = answer.header("etag")
         let assignment = endpoint.idAssignment
-        let moves = try await driver.write { tx -> [(RecordID, RecordID)] in
+        let moves = try await localWrite { tx -> [(RecordID, RecordID)] in
             try tx.delete(.int(entry.seq), from: WireCollections.outbox)
             var id = entry.recordID
             var moves: [(RecordID, RecordID)] = []

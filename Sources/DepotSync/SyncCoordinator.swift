@@ -21,8 +21,11 @@ import Foundation
 /// (`_depot_sync`), per-record sync state (`_depot_sync_records`), pull checkpoints and the
 /// outbox. Cancel the task running a sync at any point; the next sync resumes.
 public actor SyncCoordinator {
-    /// The local store.
+    /// The local store's driver.
     public nonisolated let driver: any StorageDriver
+    /// The local store, when the coordinator was made over one: local writes then go
+    /// through it (change events, read caches, attachments) with `recordingOutbox: false`.
+    public nonisolated let store: Store?
     let transport: any HTTPTransport
     let sleeper: any SyncSleeper
     let random: any SyncRandomSource
@@ -35,7 +38,32 @@ public actor SyncCoordinator {
     var feedMissing: Set<String> = []
     var subscribers: [UUID: AsyncStream<SyncEvent>.Continuation] = [:]
 
-    /// Makes a coordinator over a local store.
+    /// Makes a coordinator over a local store: the way apps and the CLI use it. Attaching
+    /// through it makes the store record outbox entries for the collection's writes.
+    ///
+    /// - Parameters:
+    ///   - transport: how requests are sent (URLSession by default).
+    ///   - sleeper, random: the clock and random source of retries (inject fakes in tests).
+    public init(
+        store: Store,
+        transport: any HTTPTransport = URLSessionTransport(),
+        conflictPolicy: ConflictPolicy = .serverWins,
+        retryPolicy: RetryPolicy = RetryPolicy(),
+        sleeper: any SyncSleeper = TaskSleeper(),
+        random: any SyncRandomSource = SystemRandomSource()
+    ) {
+        self.driver = store.driver
+        self.store = store
+        self.transport = transport
+        self.conflictPolicy = conflictPolicy
+        self.retryPolicy = retryPolicy
+        self.sleeper = sleeper
+        self.random = random
+    }
+
+    /// Makes a coordinator over a bare driver (no `Store`): local writes go straight to the
+    /// driver, and whoever writes to attached collections must record outbox entries
+    /// (``OutboxEntry/record(_:collection:id:fields:in:)``).
     ///
     /// - Parameters:
     ///   - transport: how requests are sent (URLSession by default).
@@ -49,11 +77,20 @@ public actor SyncCoordinator {
         random: any SyncRandomSource = SystemRandomSource()
     ) {
         self.driver = driver
+        self.store = nil
         self.transport = transport
         self.conflictPolicy = conflictPolicy
         self.retryPolicy = retryPolicy
         self.sleeper = sleeper
         self.random = random
+    }
+
+    /// Runs a local write: through the store without outbox recording when there is one.
+    func localWrite<T: Sendable>(_ body: @escaping @Sendable (any WriteTransaction) throws -> T) async throws -> T {
+        if let store {
+            return try await store.write(recordingOutbox: false) { tx in try body(StoreBackedTransaction(tx)) }
+        }
+        return try await driver.write(body)
     }
 
     /// Sets the conflict policy.
@@ -68,7 +105,7 @@ public actor SyncCoordinator {
         endpoints[collection.rawValue] = endpoint
         let remote = endpoint.baseURL.absoluteString
         let path = endpoint.path
-        try await driver.write { tx in
+        try await localWrite { tx in
             let key = RecordID.string(collection.rawValue)
             var fields = try tx.get(key, from: WireCollections.sync)?.fields ?? [:]
             if fields["remote"]?.stringValue != remote || fields["path"]?.stringValue != path {
@@ -82,7 +119,7 @@ public actor SyncCoordinator {
     /// - Throws: what the store throws.
     public func detach(_ collection: CollectionName) async throws {
         endpoints[collection.rawValue] = nil
-        try await driver.write { tx in _ = try tx.delete(.string(collection.rawValue), from: WireCollections.sync) }
+        try await localWrite { tx in _ = try tx.delete(.string(collection.rawValue), from: WireCollections.sync) }
     }
 
     /// A stream of progress events for every later sync; it ends when the consumer stops.
@@ -146,7 +183,7 @@ public actor SyncCoordinator {
     /// - Throws: store errors.
     public func retryDeadLetters(_ collection: CollectionName) async throws {
         let name = collection.rawValue
-        try await driver.write { tx in
+        try await localWrite { tx in
             for record in try tx.query(Query(filter: Field("collection") == name && Field("state") == "dead"), in: WireCollections.outbox) {
                 var fields = record.fields
                 fields["state"] = "pending"

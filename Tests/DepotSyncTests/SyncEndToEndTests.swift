@@ -312,4 +312,40 @@ struct SyncEndToEndTests {
         #expect(post.sensitiveHeaders.contains("Authorization"))
         #expect(requests.allSatisfy { $0.url.query?.contains("api_version=2") == true })
     }
+
+    @Test("with a Store: attaching makes the store record outbox entries; pulled records record none")
+    func throughStore() async throws {
+        try await withSyncServer { _, serverDriver, url in
+            let store = try await Store(driver: MemoryDriver())
+            let sync = SyncCoordinator(store: store, transport: URLSessionTransport(), sleeper: RecordingSleeper())
+            try await sync.attach(notes, to: SyncEndpoint(baseURL: url, path: "/notes"))
+            let changes = store.changes()
+            let collection = notes
+            try await store.write { tx in try tx.save(Record(id: "s1", fields: ["v": 1]), into: collection) }
+            #expect(try await sync.outbox(for: notes).count == 1)
+            let report = try await sync.sync(notes)
+            #expect(report.pushed == 1)
+            #expect(report.succeeded)
+            try await serverDriver.write { tx in
+                try tx.save(Record(id: "s2", fields: ["v": 2]), into: collection)
+            }
+            // s2 went in behind the server's back (no change-log entry): pull by listing.
+            let (b, bStore) = try await client(url, feed: .none, collection: notes)
+            _ = try await b.sync(notes)
+            #expect(try await LocalWrites.all(bStore, notes).count == 2)
+            let other = try await client(url, collection: notes)
+            try await LocalWrites.save(other.1, notes, Record(id: "s3", fields: ["v": 3]))
+            _ = try await other.0.sync(notes)
+            let pulled = try await sync.sync(notes)
+            #expect(pulled.pulled == 1)
+            #expect(try await sync.outbox(for: notes).isEmpty)
+            #expect(try await store.read { tx in try tx.get("s3", from: collection) } != nil)
+            // The pulled write went through the store: observers saw it.
+            var sawS3 = false
+            for await batch in changes {
+                if batch.changes.contains(where: { $0.id == "s3" && $0.collection == collection }) { sawS3 = true; break }
+            }
+            #expect(sawS3)
+        }
+    }
 }
