@@ -17,7 +17,10 @@ extension SyncCoordinator {
 
     func pullCollection(_ collection: CollectionName, _ endpoint: SyncEndpoint, _ report: inout SyncReport) async throws {
         emit(.pullStarted(collection: collection.rawValue))
-        if endpoint.changeFeed == .automatic, !feedMissing.contains(collection.rawValue) {
+        // A nested resource (`/posts/1/comments`) is a slice of its server collection: the
+        // feed would bring every comment, so nested paths always page through the listing.
+        let nested = endpoint.path.split(separator: "/").count > 1
+        if endpoint.changeFeed == .automatic, !nested, !feedMissing.contains(collection.rawValue) {
             if try await pullFeed(collection, endpoint, &report) { return }
             feedMissing.insert(collection.rawValue)
         }

@@ -65,6 +65,19 @@ extension SyncCoordinator {
             let answer: HTTPAnswer
             do {
                 answer = try await send(endpoint, method, url, body: body, headers: headers, report: &report)
+            } catch let error as DepotError where error.code == .encoding {
+                // The record holds a value JSON cannot carry (an infinite double): no server
+                // can take it, so it is dead-lettered like a permanent refusal.
+                let message = error.message
+                try await localWrite { tx in
+                    guard let record = try tx.get(.int(seq), from: WireCollections.outbox), var stored = OutboxEntry(record) else { return }
+                    stored.state = .dead
+                    stored.lastError = message
+                    try tx.update(Record(id: .int(seq), fields: stored.fieldsForStorage), in: WireCollections.outbox)
+                }
+                report.deadLettered += 1
+                emit(.deadLettered(collection: name, id: id, status: 0))
+                return .deadLettered
             } catch let error as DepotError where error.code == .remote {
                 let message = error.message
                 try await localWrite { tx in

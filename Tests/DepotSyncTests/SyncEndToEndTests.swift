@@ -348,4 +348,29 @@ struct SyncEndToEndTests {
             #expect(sawS3)
         }
     }
+
+    @Test("nested resources: a collection synced with /posts/1/comments holds that post's comments only")
+    func nestedPath() async throws {
+        try await withSyncServer { _, serverDriver, url in
+            let comments = name("comments")
+            let driver = MemoryDriver()
+            let sync = SyncCoordinator(driver: driver, transport: URLSessionTransport(), sleeper: RecordingSleeper())
+            try await sync.attach(comments, to: SyncEndpoint(baseURL: url, path: "/posts/1/comments"))
+            try await LocalWrites.save(driver, comments, Record(id: "c1", fields: ["text": "mine"]))
+            try await LocalWrites.save(driver, comments, Record(id: "inf", fields: ["x": .double(.infinity)]))
+            let pushed = try await sync.sync(comments)
+            #expect(pushed.pushed == 1)
+            #expect(pushed.deadLettered == 1)  // JSON cannot carry infinity
+            #expect(try await serverDriver.read { tx in try tx.get("c1", from: comments) }?["postId"] == 1)
+            try await serverDriver.write { tx in
+                try tx.save(Record(id: "c2", fields: ["text": "other post", "postId": 2]), into: comments)
+                try tx.save(Record(id: "c3", fields: ["text": "same post", "postId": 1]), into: comments)
+            }
+            let pulled = try await sync.sync(comments)
+            #expect(pulled.pulled == 1)  // c3; c1 already holds the server's answer to its POST
+            #expect(try await driver.read { tx in try tx.get("c1", from: comments) }?["postId"] == 1)
+            let local = try await LocalWrites.all(driver, comments).map(\.id)
+            #expect(local == ["c1", "c3", "inf"])
+        }
+    }
 }
