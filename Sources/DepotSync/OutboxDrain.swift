@@ -7,7 +7,9 @@ import Foundation
 public struct OutboxEntry: Sendable, Hashable {
     /// What the write did.
     public enum Operation: String, Sendable, Hashable {
+        /// The record was inserted or replaced; ``OutboxEntry/fields`` holds its fields.
         case upsert
+        /// The record was deleted.
         case delete
     }
 

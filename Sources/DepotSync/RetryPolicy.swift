@@ -77,6 +77,7 @@ public protocol SyncSleeper: Sendable {
 public struct TaskSleeper: SyncSleeper {
     /// Makes the default sleeper.
     public init() {}
+    /// Waits with `Task.sleep`. - Throws: `CancellationError`.
     public func sleep(for duration: Duration) async throws { try await Task.sleep(for: duration) }
 }
 
@@ -90,6 +91,7 @@ public protocol SyncRandomSource: Sendable {
 public struct SystemRandomSource: SyncRandomSource {
     /// Makes the default source.
     public init() {}
+    /// A uniform random number in `0..<1` from the system generator.
     public func nextUnit() -> Double { Double.random(in: 0..<1) }
 }
 
@@ -108,5 +110,6 @@ public final class SeededRandomSource: SyncRandomSource {
             return z ^ (z >> 31)
         }
     }
+    /// A uniform random number in `0..<1` from the seeded sequence.
     public func nextUnit() -> Double { Double(next() >> 11) / Double(1 << 53) }
 }

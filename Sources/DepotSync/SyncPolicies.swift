@@ -47,7 +47,9 @@ public enum ReadPolicy: Sendable, Hashable {
 public struct ReadResult: Sendable {
     /// Where ``records`` came from.
     public enum Source: Sendable, Hashable {
+        /// The local store answered without asking the server.
         case local
+        /// The server was asked (and its answer stored locally) first.
         case remote
     }
 
