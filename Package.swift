@@ -20,6 +20,10 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),  // cli branch: depot --verbose/--quiet
+        // branch server: DepotServer
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
     ],
     targets: [
         // Values, errors, queries, the StorageDriver protocol and the public API. No I/O.
@@ -29,7 +33,7 @@ let package = Package(
         // The executable contract every driver runs (no test framework inside).
         .target(name: "DepotConformance", dependencies: ["DepotCore", "DepotMemory"], swiftSettings: settings),
         // The umbrella: re-exports the core and registers the built-in drivers.
-        .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory", "DepotSQLite", "DepotJSONFile", "DepotGDBM"], swiftSettings: settings),
+        .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory", "DepotSQLite", "DepotJSONFile", "DepotGDBM", "DepotSync"], swiftSettings: settings),
         .executableTarget(
             name: "DepotCLI",
             dependencies: ["Depot", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Logging", package: "swift-log")],
@@ -47,6 +51,27 @@ let package = Package(
         .target(name: "DepotJSONFile", dependencies: ["DepotCore"], swiftSettings: settings),
         .testTarget(name: "DepotJSONFileTests", dependencies: ["DepotJSONFile", "DepotConformance", "DepotMemory"], swiftSettings: settings),
         // --- end branch json ---
+        // branch server: the HTTP wire format shared by the server and sync (JSON <-> FieldValue,
+        // ETags, reserved collection names), DepotServer (Hummingbird 2) and DepotSync (no server deps).
+        .target(name: "DepotWire", dependencies: ["DepotCore"], swiftSettings: settings),
+        .target(
+            name: "DepotServer",
+            dependencies: ["DepotCore", "DepotWire",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: settings
+        ),
+        .target(name: "DepotSync", dependencies: ["DepotCore", "DepotWire"], swiftSettings: settings),
+        .testTarget(name: "DepotServerTests", dependencies: ["DepotServer", "DepotWire", "DepotMemory"], swiftSettings: settings),
+        .testTarget(
+            name: "DepotSyncTests",
+            dependencies: ["DepotSync", "DepotServer", "DepotWire", "DepotMemory"],
+            swiftSettings: settings
+        ),
+        // end branch server
         // Commits transactions until killed; the crash tests of every driver run it.
         .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot"], swiftSettings: settings),
         // cli branch: end-to-end tests of `depot` (they run the built executable).

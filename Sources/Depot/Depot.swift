@@ -3,6 +3,7 @@
 @_exported import DepotJSONFile
 @_exported import DepotMemory
 @_exported import DepotSQLite
+@_exported import DepotSync
 
 extension DriverRegistry {
     /// Every driver that ships with Depot: `memory:`, `sqlite:PATH` (and `sqlite::memory:`),

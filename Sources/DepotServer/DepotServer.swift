@@ -1,0 +1,134 @@
+import DepotCore
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import Synchronization
+
+/// Serves any store over HTTP with json-server conventions, plus ETags, conditional
+/// requests, idempotency keys and a change feed.
+///
+/// The server is stateless over its store: everything it remembers (idempotency answers,
+/// the change log) lives in reserved collections of the store, written in the same
+/// transaction as the write they belong to. It binds to loopback unless told otherwise.
+///
+/// ```swift
+/// let server = DepotServer(driver: MemoryDriver())
+/// let port = try await server.start()      // port 0 picks a free port
+/// // ... GET http://127.0.0.1:\(port)/posts
+/// await server.stop()
+/// ```
+///
+/// The routes are described in Docs/Server.md.
+public final class DepotServer: Sendable {
+    /// How the server listens and what it accepts.
+    public struct Configuration: Sendable {
+        /// The address to bind; loopback by default.
+        public var host: String
+        /// The port; 0 asks the system for a free one (read it back from ``DepotServer/start()``).
+        public var port: Int
+        /// The largest request body accepted, in bytes (larger bodies get 413).
+        public var maxBodySize: Int
+        /// The largest page a list or change-feed request may ask for.
+        public var maxPageSize: Int
+        /// Faults to inject, for tests of clients; `nil` in production.
+        public var faults: ServerFaults?
+
+        /// Makes a configuration; the defaults bind 127.0.0.1 on a free port.
+        public init(host: String = "127.0.0.1", port: Int = 0, maxBodySize: Int = 4 << 20, maxPageSize: Int = 10_000, faults: ServerFaults? = nil) {
+            self.host = host
+            self.port = port
+            self.maxBodySize = maxBodySize
+            self.maxPageSize = maxPageSize
+            self.faults = faults
+        }
+    }
+
+    /// The store served.
+    public let driver: any StorageDriver
+    /// The configuration given at creation.
+    public let configuration: Configuration
+
+    private struct RunState {
+        var task: Task<Void, any Error>?
+        var port: Int?
+    }
+    private let state = Mutex(RunState())
+
+    /// Makes a server over `driver`; nothing listens until ``start()`` or ``run()``.
+    public init(driver: any StorageDriver, configuration: Configuration = Configuration()) {
+        self.driver = driver
+        self.configuration = configuration
+    }
+
+    /// The port the server listens on, once started.
+    public var port: Int? { state.withLock { $0.port } }
+
+    /// Starts listening in the background and returns the bound port.
+    /// - Throws: ``DepotError`` `.io` when the address cannot be bound, `.invalidStore` when
+    ///   the server already runs.
+    public func start() async throws -> Int {
+        let (stream, continuation) = AsyncStream<Int?>.makeStream()
+        let app = makeApplication { port in continuation.yield(port) }
+        let task = Task<Void, any Error> {
+            defer { continuation.yield(nil) }
+            try await app.run()
+        }
+        let started = state.withLock { s -> Bool in
+            if s.task != nil { return false }
+            s.task = task
+            return true
+        }
+        guard started else {
+            task.cancel()
+            throw DepotError(.invalidStore, "The server is already running.")
+        }
+        var iterator = stream.makeAsyncIterator()
+        guard let port = await iterator.next() ?? nil else {
+            state.withLock { $0.task = nil }
+            let failure = await task.result
+            if case .failure(let error) = failure {
+                throw DepotError(.io, "The server could not listen on \(configuration.host):\(configuration.port).", cause: DepotError.wrap(error))
+            }
+            throw DepotError(.io, "The server could not listen on \(configuration.host):\(configuration.port).")
+        }
+        state.withLock { $0.port = port }
+        return port
+    }
+
+    /// Stops a server started with ``start()`` and waits until it no longer listens.
+    public func stop() async {
+        let task = state.withLock { s -> Task<Void, any Error>? in
+            let t = s.task
+            s.task = nil
+            s.port = nil
+            return t
+        }
+        task?.cancel()
+        _ = await task?.result
+    }
+
+    /// Runs in the foreground until SIGINT or SIGTERM (what `depot serve` calls).
+    /// `onListening` receives the bound port once the server accepts connections.
+    /// - Throws: ``DepotError`` `.io` when the address cannot be bound.
+    public func run(onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
+        let app = makeApplication { port in if let port { onListening(port) } }
+        do {
+            try await app.runService()
+        } catch {
+            throw DepotError(.io, "The server stopped: it could not listen or failed.", cause: DepotError.wrap(error))
+        }
+    }
+
+    private func makeApplication(onRunning: @escaping @Sendable (Int?) -> Void) -> some ApplicationProtocol {
+        var logger = Logger(label: "depot.server")
+        logger.logLevel = .critical  // shutdown noise is not news; requests are not logged (headers may hold secrets)
+        let responder = DepotResponder(handler: RequestHandler(driver: driver, configuration: configuration))
+        return Application(
+            responder: responder,
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+            onServerRunning: { channel in onRunning(channel.localAddress?.port) },
+            logger: logger
+        )
+    }
+}

@@ -1,0 +1,60 @@
+import Synchronization
+
+/// Faults a ``DepotServer`` injects on purpose, so tests can prove a client survives them.
+///
+/// Each request asks ``decide`` what to do; the answer is one ``ServerFault`` or `nil`
+/// (serve normally). Use ``seeded(seed:rate:)`` for a reproducible random mix.
+public struct ServerFaults: Sendable {
+    /// Decides the fault for a request, given its method and path.
+    public var decide: @Sendable (_ method: String, _ path: String) -> ServerFault?
+
+    /// Makes a fault plan from a closure.
+    public init(decide: @escaping @Sendable (_ method: String, _ path: String) -> ServerFault?) {
+        self.decide = decide
+    }
+
+    /// A reproducible random mix: with probability `rate` a request gets one of the faults
+    /// (drop before handling, 500, 503, 429, a short delay, or a lost answer after the commit).
+    public static func seeded(seed: UInt64, rate: Double) -> ServerFaults {
+        let generator = Mutex(SplitMix64(seed: seed))
+        return ServerFaults { _, _ in
+            generator.withLock { g -> ServerFault? in
+                guard g.nextUnit() < rate else { return nil }
+                switch g.next() % 6 {
+                case 0: return .dropConnection
+                case 1: return .status(500)
+                case 2: return .status(503)
+                case 3: return .status(429)
+                case 4: return .delay(milliseconds: Int(g.next() % 30))
+                default: return .loseResponseAfterCommit
+                }
+            }
+        }
+    }
+}
+
+/// One injected fault.
+public enum ServerFault: Sendable, Hashable {
+    /// Close the connection without answering and without handling the request.
+    case dropConnection
+    /// Answer with this status (500, 503, 429...) without handling the request.
+    case status(Int)
+    /// Wait, then handle normally.
+    case delay(milliseconds: Int)
+    /// Handle the request (commit any write), then close the connection without an answer.
+    case loseResponseAfterCommit
+}
+
+/// SplitMix64: a tiny seeded generator, enough for reproducible fault plans.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func nextUnit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+}

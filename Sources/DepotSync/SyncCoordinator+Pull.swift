@@ -1,0 +1,222 @@
+import DepotCore
+import DepotWire
+import Foundation
+
+extension SyncCoordinator {
+    /// Pulls `collection` only.
+    /// - Throws: as ``sync(_:pull:push:)``.
+    public func pull(_ collection: CollectionName) async throws -> SyncReport {
+        try await sync(collection, pull: true, push: false)
+    }
+
+    /// Pushes the outbox of `collection` only.
+    /// - Throws: as ``sync(_:pull:push:)``.
+    public func push(_ collection: CollectionName) async throws -> SyncReport {
+        try await sync(collection, pull: false, push: true)
+    }
+
+    func pullCollection(_ collection: CollectionName, _ endpoint: SyncEndpoint, _ report: inout SyncReport) async throws {
+        emit(.pullStarted(collection: collection.rawValue))
+        // A nested resource (`/posts/1/comments`) is a slice of its server collection: the
+        // feed would bring every comment, so nested paths always page through the listing.
+        let nested = endpoint.path.split(separator: "/").count > 1
+        if endpoint.changeFeed == .automatic, !nested, !feedMissing.contains(collection.rawValue) {
+            if try await pullFeed(collection, endpoint, &report) { return }
+            feedMissing.insert(collection.rawValue)
+        }
+        try await pullListing(collection, endpoint, &report)
+    }
+
+    func count(_ outcome: ApplyOutcome, _ collection: CollectionName, _ id: RecordID, _ report: inout SyncReport) {
+        switch outcome {
+        case .applied: report.pulled += 1
+        case .deleted:
+            report.remoteDeletions += 1
+            emit(.remoteDeleted(collection: collection.rawValue, id: id))
+        case .echo, .unchanged: break
+        case .conflict(let resolution):
+            report.conflicts += 1
+            emit(.conflict(collection: collection.rawValue, id: id, resolution: resolution))
+        }
+    }
+
+    /// Reads the change feed from the checkpoint; `false` when the server has no feed.
+    func pullFeed(_ collection: CollectionName, _ endpoint: SyncEndpoint, _ report: inout SyncReport) async throws -> Bool {
+        let key = RecordID.string(collection.rawValue)
+        var cursor = try await driver.read { tx in try tx.get(key, from: WireCollections.sync)?["cursor"].stringValue } ?? "0"
+        var feed = endpoint
+        feed.path = "/_changes"
+        let policy = conflictPolicy
+        let assigns = endpoint.idAssignment == .server
+        var seen = 0
+        while true {
+            try Task.checkCancellation()
+            let url = feed.url(query: [("since", cursor), ("limit", String(endpoint.pageSize)), ("collection", endpoint.remoteCollection)])
+            let answer = try await send(endpoint, "GET", url, report: &report)
+            if answer.status == 404 || answer.status == 400 || answer.status == 405, cursor == "0" { return false }
+            guard (200..<300).contains(answer.status), let body = Self.json(answer)?.objectValue,
+                let changes = body["changes"]?.arrayValue, let next = body["next"]?.stringValue
+            else { throw DepotError(.remote, "The change feed answered \(answer.status) with an unexpected body.") }
+            var items: [(RecordID, [String: FieldValue]?, String?)] = []
+            for change in changes {
+                guard let object = change.objectValue, let id = object["id"].flatMap(RecordID.init) else { continue }
+                if object["op"]?.stringValue == "delete" {
+                    items.append((id, nil, nil))
+                } else if let raw = object["record"], let record = endpoint.fromServer(raw) {
+                    items.append((record.id, record.fields, object["etag"]?.stringValue))
+                }
+            }
+            let batch = items
+            let outcomes = try await localWrite { tx -> [ApplyOutcome] in
+                var outcomes: [ApplyOutcome] = []
+                for (id, fields, etag) in batch {
+                    outcomes.append(try SyncLocal.applyRemote(tx, collection: collection, id: id, server: fields, etag: etag, seen: nil, policy: policy, serverAssignsIDs: assigns))
+                }
+                var state = try tx.get(key, from: WireCollections.sync)?.fields ?? [:]
+                state["cursor"] = .string(next)
+                try tx.save(Record(id: key, fields: state), into: WireCollections.sync)
+                return outcomes
+            }
+            for (n, outcome) in outcomes.enumerated() { count(outcome, collection, batch[n].0, &report) }
+            seen += items.count
+            emit(.pulled(collection: collection.rawValue, count: seen, total: nil))
+            cursor = next
+            if body["hasMore"]?.boolValue != true { return true }
+        }
+    }
+
+    /// Pages through the listing, checkpointing the page, then reconciles deletions: a
+    /// record the client knew on the server that the full listing no longer holds was
+    /// deleted there.
+    func pullListing(_ collection: CollectionName, _ endpoint: SyncEndpoint, _ report: inout SyncReport) async throws {
+        let key = RecordID.string(collection.rawValue)
+        let (startPage, generation) = try await driver.read { tx -> (Int, Int64) in
+            let state = try tx.get(key, from: WireCollections.sync)
+            return (Int(state?["pullPage"].intValue ?? 1), state?["generation"].intValue ?? 1)
+        }
+        let policy = conflictPolicy
+        let assigns = endpoint.idAssignment == .server
+        var page = max(1, startPage)
+        var seen = 0
+        while true {
+            try Task.checkCancellation()
+            let (records, total, full) = try await fetchPage(endpoint, page: page, size: endpoint.pageSize, sort: nil, report: &report)
+            let batch = records
+            let nextPage = page + 1
+            let outcomes = try await localWrite { tx -> [ApplyOutcome] in
+                var outcomes: [ApplyOutcome] = []
+                for record in batch {
+                    outcomes.append(try SyncLocal.applyRemote(tx, collection: collection, id: record.id, server: record.fields, etag: nil, seen: generation, policy: policy, serverAssignsIDs: assigns))
+                }
+                var state = try tx.get(key, from: WireCollections.sync)?.fields ?? [:]
+                state["pullPage"] = .int(Int64(nextPage))
+                state["generation"] = .int(generation)
+                try tx.save(Record(id: key, fields: state), into: WireCollections.sync)
+                return outcomes
+            }
+            for (n, outcome) in outcomes.enumerated() { count(outcome, collection, batch[n].id, &report) }
+            seen += records.count
+            emit(.pulled(collection: collection.rawValue, count: seen, total: total))
+            if !full { break }
+            page += 1
+        }
+        let name = collection.rawValue
+        let outcomes = try await localWrite { tx -> [(RecordID, ApplyOutcome)] in
+            let known = try tx.query(Query(filter: Field("collection") == name && Field("remote") == true), in: WireCollections.syncRecords)
+            var outcomes: [(RecordID, ApplyOutcome)] = []
+            for state in known where state["seen"].intValue != generation {
+                guard let id = RecordID(state["recordId"]) else { continue }
+                outcomes.append((id, try SyncLocal.applyRemote(tx, collection: collection, id: id, server: nil, etag: nil, seen: nil, policy: policy, serverAssignsIDs: assigns)))
+            }
+            var state = try tx.get(key, from: WireCollections.sync)?.fields ?? [:]
+            state["pullPage"] = nil
+            state["generation"] = .int(generation + 1)
+            try tx.save(Record(id: key, fields: state), into: WireCollections.sync)
+            return outcomes
+        }
+        for (id, outcome) in outcomes { count(outcome, collection, id, &report) }
+    }
+
+    /// Fetches one page of the listing: the records, the total when the server said, and
+    /// whether the page was full (so more may follow). A 404 is an empty collection.
+    func fetchPage(_ endpoint: SyncEndpoint, page: Int, size: Int, sort: [SortKey]?, report: inout SyncReport) async throws -> ([Record], Int?, Bool) {
+        var query: [(String, String)]
+        switch endpoint.paging {
+        case .page: query = [("_page", String(page)), ("_per_page", String(size))]
+        case .range: query = [("_start", String((page - 1) * size)), ("_limit", String(size))]
+        }
+        let sortText = (sort ?? [SortKey(endpoint.idField)]).map { key -> String in
+            let name = key.field == "id" ? endpoint.idField : (endpoint.fieldMapping[key.field] ?? key.field)
+            return (key.descending ? "-" : "") + name
+        }.joined(separator: ",")
+        query.append(("_sort", sortText))
+        let answer = try await send(endpoint, "GET", endpoint.url(query: query), report: &report)
+        if answer.status == 404 { return ([], 0, false) }
+        guard (200..<300).contains(answer.status), let body = Self.json(answer), let items = endpoint.unwrap(body) else {
+            throw DepotError(.remote, "GET \(endpoint.path) answered \(answer.status) without the expected list.")
+        }
+        let total = answer.header("x-total-count").flatMap { Int($0) }
+        return (items.compactMap(endpoint.fromServer), total, items.count >= size)
+    }
+
+    // MARK: Reads
+
+    /// Reads `collection` by a read policy.
+    /// - Throws: store errors; with `.remoteOnly`, ``DepotError`` `.remote` when the server
+    ///   cannot be reached.
+    public func read(_ collection: CollectionName, query: Query = Query(), policy: ReadPolicy) async throws -> ReadResult {
+        let local = { [driver] in try await driver.read { tx in try tx.query(query, in: collection) } }
+        switch policy {
+        case .localOnly:
+            return ReadResult(records: try await local(), source: .local)
+        case .remoteOnly:
+            _ = try await refresh(collection)
+            return ReadResult(records: try await local(), source: .remote)
+        case .localElseRemote:
+            let records = try await local()
+            if !records.isEmpty { return ReadResult(records: records, source: .local) }
+            _ = try await refresh(collection)
+            return ReadResult(records: try await local(), source: .remote)
+        case .remoteElseLocal:
+            do {
+                _ = try await refresh(collection)
+                return ReadResult(records: try await local(), source: .remote)
+            } catch let error as DepotError where error.code == .remote {
+                return ReadResult(records: try await local(), source: .local)
+            }
+        case .localThenRefresh:
+            let records = try await local()
+            let task = Task<[Record], any Error> {
+                _ = try await self.refresh(collection)
+                return try await local()
+            }
+            return ReadResult(records: records, source: .local, refreshed: task)
+        }
+    }
+
+    /// Pulls, and throws when the server could not be reached.
+    func refresh(_ collection: CollectionName) async throws -> SyncReport {
+        let report = try await sync(collection, pull: true, push: false)
+        if let failure = report.failures.first { throw DepotError(.remote, failure) }
+        return report
+    }
+
+    /// Paged "load more": page `pageIndex` (from 0) of `pageSize` records in `sort` order.
+    /// The local pages are served first; the server is asked only when the local store
+    /// holds less than a full page there, and what it returns is stored locally.
+    /// - Throws: store errors, ``DepotError`` `.remote`.
+    public func loadMore(_ collection: CollectionName, pageIndex: Int, pageSize: Int, sort: [SortKey] = []) async throws -> [Record] {
+        let query = Query(sort: sort, offset: pageIndex * pageSize, limit: pageSize)
+        let local = try await driver.read { tx in try tx.query(query, in: collection) }
+        guard local.count < pageSize, let endpoint = endpoints[collection.rawValue] else { return local }
+        var report = SyncReport()
+        let (records, _, _) = try await fetchPage(endpoint, page: pageIndex + 1, size: pageSize, sort: sort.isEmpty ? nil : sort, report: &report)
+        let policy = conflictPolicy
+        let assigns = endpoint.idAssignment == .server
+        let outcomes = try await localWrite { tx -> [ApplyOutcome] in
+            try records.map { try SyncLocal.applyRemote(tx, collection: collection, id: $0.id, server: $0.fields, etag: nil, seen: nil, policy: policy, serverAssignsIDs: assigns) }
+        }
+        for (n, outcome) in outcomes.enumerated() { count(outcome, collection, records[n].id, &report) }
+        return try await driver.read { tx in try tx.query(query, in: collection) }
+    }
+}

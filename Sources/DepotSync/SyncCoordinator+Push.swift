@@ -1,0 +1,176 @@
+import DepotCore
+import DepotWire
+import Foundation
+
+extension SyncCoordinator {
+    /// Drains the outbox of `collections` (rounds repeat while conflicts or merges add entries).
+    func pushCollections(_ collections: [String], _ report: inout SyncReport) async throws {
+        let names = Set(collections)
+        for _ in 0..<3 {
+            let entries = try await driver.read { tx in
+                try tx.query(Query(sort: [SortKey("id")]), in: WireCollections.outbox).compactMap(OutboxEntry.init)
+            }.filter { names.contains($0.collection) && endpoints[$0.collection] != nil }
+            var drain = OutboxDrain(entries: entries)
+            guard entries.contains(where: { $0.state == .pending }) else { return }
+            while let entry = drain.next() {
+                try Task.checkCancellation()
+                guard let endpoint = endpoints[entry.collection], let collection = try? CollectionName(entry.collection) else { continue }
+                let outcome = try await pushEntry(entry, collection, endpoint, &report)
+                drain.finish(entry, outcome)
+            }
+            if drain.halted { return }
+        }
+    }
+
+    /// Pushes one entry, settling conflicts through the policy (a few rounds at most).
+    func pushEntry(_ first: OutboxEntry, _ collection: CollectionName, _ endpoint: SyncEndpoint, _ report: inout SyncReport) async throws -> OutboxDrain.Outcome {
+        let name = collection.rawValue
+        let seq = first.seq
+        let policy = conflictPolicy
+        let assigns = endpoint.idAssignment == .server
+        for _ in 0..<4 {
+            let loaded = try await driver.read { tx -> (OutboxEntry?, RecordSyncState?) in
+                guard let record = try tx.get(.int(seq), from: WireCollections.outbox), let entry = OutboxEntry(record) else { return (nil, nil) }
+                return (entry, try RecordSyncState.load(tx, name, entry.recordID))
+            }
+            guard let entry = loaded.0, let state = loaded.1, entry.state == .pending else { return .pushed }  // settled elsewhere
+            let id = entry.recordID
+            var headers = ["Idempotency-Key": entry.idempotencyKey]
+            let method: String
+            let url: URL?
+            var body: FieldValue?
+            switch entry.operation {
+            case .upsert:
+                let fields = entry.fields ?? [:]
+                if state.remote {
+                    method = "PUT"
+                    url = endpoint.itemURL(id)
+                    body = endpoint.toServer(fields, id: id)
+                    if let etag = state.etag { headers["If-Match"] = etag }
+                } else {
+                    method = "POST"
+                    url = endpoint.url()
+                    body = endpoint.toServer(fields, id: endpoint.idAssignment == .client ? id : nil)
+                }
+            case .delete:
+                if !state.remote {
+                    // The server never had it: nothing to send.
+                    try await localWrite { tx in _ = try tx.delete(.int(seq), from: WireCollections.outbox) }
+                    return .pushed
+                }
+                method = "DELETE"
+                url = endpoint.itemURL(id)
+                if let etag = state.etag { headers["If-Match"] = etag }
+            }
+            let answer: HTTPAnswer
+            do {
+                answer = try await send(endpoint, method, url, body: body, headers: headers, report: &report)
+            } catch let error as DepotError where error.code == .encoding {
+                // The record holds a value JSON cannot carry (an infinite double): no server
+                // can take it, so it is dead-lettered like a permanent refusal.
+                let message = error.message
+                try await localWrite { tx in
+                    guard let record = try tx.get(.int(seq), from: WireCollections.outbox), var stored = OutboxEntry(record) else { return }
+                    stored.state = .dead
+                    stored.lastError = message
+                    try tx.update(Record(id: .int(seq), fields: stored.fieldsForStorage), in: WireCollections.outbox)
+                }
+                report.deadLettered += 1
+                emit(.deadLettered(collection: name, id: id, status: 0))
+                return .deadLettered
+            } catch let error as DepotError where error.code == .remote {
+                let message = error.message
+                try await localWrite { tx in
+                    guard let record = try tx.get(.int(seq), from: WireCollections.outbox), var stored = OutboxEntry(record) else { return }
+                    stored.attempts += 1
+                    stored.lastError = message
+                    try tx.update(Record(id: .int(seq), fields: stored.fieldsForStorage), in: WireCollections.outbox)
+                }
+                report.failures.append(message)
+                return .unreachable
+            }
+            var verdict = RequestVerdict.classify(status: answer.status)
+            if verdict == .notFound {
+                if entry.operation == .delete { verdict = .success } else if method == "PUT" { verdict = .conflict }
+            }
+            switch verdict {
+            case .success:
+                try await acknowledge(entry, method: method, answer: answer, collection, endpoint, &report)
+                return .pushed
+            case .conflict:
+                let (server, etag) = try await fetchCurrent(endpoint, id, &report)
+                let outcome = try await localWrite { tx in
+                    try SyncLocal.applyRemote(tx, collection: collection, id: id, server: server, etag: etag, seen: nil, policy: policy, serverAssignsIDs: assigns)
+                }
+                count(outcome, collection, id, &report)
+                continue
+            case .permanent, .notFound, .retry:
+                let message = Self.describe(answer)
+                try await localWrite { tx in
+                    guard let record = try tx.get(.int(seq), from: WireCollections.outbox), var stored = OutboxEntry(record) else { return }
+                    stored.state = .dead
+                    stored.attempts += 1
+                    stored.lastError = message
+                    try tx.update(Record(id: .int(seq), fields: stored.fieldsForStorage), in: WireCollections.outbox)
+                }
+                report.deadLettered += 1
+                emit(.deadLettered(collection: name, id: id, status: answer.status))
+                return .deadLettered
+            }
+        }
+        return .blocked
+    }
+
+    /// The server's current state of one record: its fields (`nil` when it has none) and ETag.
+    func fetchCurrent(_ endpoint: SyncEndpoint, _ id: RecordID, _ report: inout SyncReport) async throws -> ([String: FieldValue]?, String?) {
+        let answer = try await send(endpoint, "GET", endpoint.itemURL(id), report: &report)
+        if answer.status == 404 || answer.status == 410 { return (nil, nil) }
+        guard (200..<300).contains(answer.status), let body = Self.json(answer), let record = endpoint.fromServer(body) else {
+            throw DepotError(.remote, "GET \(endpoint.path)/… answered \(answer.status) while settling a conflict.")
+        }
+        return (record.fields, answer.header("etag"))
+    }
+
+    /// Records a successful push: removes the entry, remembers the server's ETag and state,
+    /// re-keys a record the server gave its own id, and stores the server's answer locally
+    /// when no later local edit waits (a replayed answer is never stored: it may be old).
+    func acknowledge(_ entry: OutboxEntry, method: String, answer: HTTPAnswer, _ collection: CollectionName, _ endpoint: SyncEndpoint, _ report: inout SyncReport) async throws {
+        let name = collection.rawValue
+        let returned = Self.json(answer).flatMap(endpoint.fromServer)
+        let replayed = answer.header("idempotent-replayed") == "true"
+        let etag = answer.header("etag")
+        let assignment = endpoint.idAssignment
+        let moves = try await localWrite { tx -> [(RecordID, RecordID)] in
+            try tx.delete(.int(entry.seq), from: WireCollections.outbox)
+            var id = entry.recordID
+            var moves: [(RecordID, RecordID)] = []
+            if method == "POST", assignment == .server, let newID = returned?.id, newID != id {
+                if let displaced = try SyncLocal.rekey(tx, collection: collection, from: id, to: newID) { moves.append(displaced) }
+                moves.append((id, newID))
+                id = newID
+            }
+            var state = try RecordSyncState.load(tx, name, id)
+            if entry.operation == .delete {
+                state.remote = false
+                state.etag = nil
+                state.base = "deleted"
+            } else {
+                state.remote = true
+                state.etag = etag
+                let serverFields = returned?.fields ?? entry.fields
+                state.base = SyncLocal.stateHash(id, serverFields)
+                if !replayed, let serverFields, try SyncLocal.pendingEntries(tx, name, id).isEmpty {
+                    let local = try tx.get(id, from: collection)
+                    if local != nil, SyncLocal.stateHash(id, local?.fields) != state.base {
+                        try SyncLocal.writeLocal(tx, collection, id, serverFields)
+                    }
+                }
+            }
+            try state.store(tx)
+            return moves
+        }
+        for (from, to) in moves { emit(.rekeyed(collection: name, from: from, to: to)) }
+        report.pushed += 1
+        emit(.pushed(collection: name, id: moves.last?.1 ?? entry.recordID, operation: entry.operation.rawValue))
+    }
+}

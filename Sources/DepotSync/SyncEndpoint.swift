@@ -1,0 +1,164 @@
+import DepotCore
+import Foundation
+
+/// Where and how one collection syncs with a REST server.
+///
+/// ```swift
+/// var endpoint = SyncEndpoint(baseURL: URL(string: "https://api.example.com")!, path: "/posts")
+/// endpoint.fieldMapping = ["title": "post_title"]      // model field -> server JSON key
+/// endpoint.envelope = "data.list"                       // lists arrive as {"data":{"list":[...]}}
+/// endpoint.requestHook = { request in
+///     request.headers["Authorization"] = "Bearer \(token)"
+///     request.sensitiveHeaders.insert("Authorization")
+/// }
+/// ```
+public struct SyncEndpoint: Sendable {
+    /// How the server pages a list.
+    public enum Paging: Sendable, Hashable {
+        /// `_page` (from 1) and `_per_page`.
+        case page
+        /// `_start` and `_limit`.
+        case range
+    }
+
+    /// Whether to read a change feed (`GET /_changes?since=...`) for pulls.
+    public enum ChangeFeed: Sendable, Hashable {
+        /// Try `/_changes` once; fall back to full listings when the server answers 404.
+        case automatic
+        /// Never: always page through the listing and reconcile deletions.
+        case none
+    }
+
+    /// Who chooses the id of a new record.
+    public enum IDAssignment: Sendable, Hashable {
+        /// The client: POST carries the local id (string UUIDs are typical).
+        case client
+        /// The server: POST carries no id; the answer's id replaces the local one (the local
+        /// record is re-keyed, never duplicated).
+        case server
+    }
+
+    /// The server's base URL, for example `http://127.0.0.1:8080`.
+    public var baseURL: URL
+    /// The resource path, for example `/posts` or `/posts/1/comments`.
+    public var path: String
+    /// Model field name -> server JSON key, for the fields whose names differ.
+    public var fieldMapping: [String: String]
+    /// The server's id key (`id`; `_id` for some servers).
+    public var idField: String
+    /// A dotted path to the array inside list answers (`data.list`); `nil` for a bare array.
+    public var envelope: String?
+    /// Records per page when pulling.
+    public var pageSize: Int
+    /// The paging parameters the server understands.
+    public var paging: Paging
+    /// Whether to use a change feed.
+    public var changeFeed: ChangeFeed
+    /// Who assigns ids to new records.
+    public var idAssignment: IDAssignment
+    /// Allows plain `http://` to a host other than loopback. Off by default: credentials
+    /// and data would cross the network unencrypted.
+    public var allowInsecureHTTP: Bool
+    /// Called on every request before it is sent: add auth headers (and list them in
+    /// `sensitiveHeaders`) or parameters. Its headers never reach logs or error messages.
+    public var requestHook: (@Sendable (inout HTTPRequestSpec) -> Void)?
+
+    /// Makes an endpoint with json-server defaults.
+    public init(baseURL: URL, path: String, idAssignment: IDAssignment = .client) {
+        self.baseURL = baseURL
+        self.path = path
+        self.fieldMapping = [:]
+        self.idField = "id"
+        self.envelope = nil
+        self.pageSize = 100
+        self.paging = .page
+        self.changeFeed = .automatic
+        self.idAssignment = idAssignment
+        self.allowInsecureHTTP = false
+        self.requestHook = nil
+    }
+
+    /// The name of the collection on the server: the last path segment (`comments` for
+    /// `/posts/1/comments`).
+    public var remoteCollection: String { path.split(separator: "/").last.map(String.init) ?? "" }
+
+    /// Checks the URL and path.
+    /// - Throws: ``DepotError`` `.invalidStore` for a non-HTTP URL, a path that does not
+    ///   start with `/`, or plain HTTP to a non-loopback host without ``allowInsecureHTTP``.
+    public func validate() throws {
+        guard let scheme = baseURL.scheme?.lowercased(), scheme == "http" || scheme == "https", baseURL.host != nil else {
+            throw DepotError(.invalidStore, "The remote must be an http:// or https:// URL with a host.")
+        }
+        guard path.hasPrefix("/"), !path.contains(".."), !path.contains("?"), !path.contains("#") else {
+            throw DepotError(.invalidStore, "The resource path must start with '/' and hold no '..', '?' or '#'.")
+        }
+        guard Self.isAllowed(baseURL, allowInsecureHTTP: allowInsecureHTTP) else {
+            throw DepotError(.invalidStore, "Plain http:// to a host other than loopback needs allowInsecureHTTP (--allow-insecure-http).")
+        }
+        guard pageSize >= 1 else { throw DepotError(.invalidStore, "The page size must be 1 or more.") }
+    }
+
+    /// `true` for https, and for http to loopback (or anywhere when allowed).
+    public static func isAllowed(_ url: URL, allowInsecureHTTP: Bool) -> Bool {
+        if url.scheme?.lowercased() == "https" { return true }
+        guard url.scheme?.lowercased() == "http" else { return false }
+        if allowInsecureHTTP { return true }
+        let host = (url.host ?? "").lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        return host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    // MARK: URLs and field mapping
+
+    func url(_ suffix: String = "", query: [(String, String)] = []) -> URL? {
+        var text = baseURL.absoluteString
+        while text.hasSuffix("/") { text.removeLast() }
+        text += path + suffix
+        guard var components = URLComponents(string: text) else { return nil }
+        if !query.isEmpty { components.queryItems = query.map { URLQueryItem(name: $0.0, value: $0.1) } }
+        return components.url
+    }
+
+    func itemURL(_ id: RecordID) -> URL? {
+        let text: String
+        switch id {
+        case .int(let i): text = String(i)
+        case .string(let s): text = s.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? s
+        }
+        return url("/" + text)
+    }
+
+    /// Model fields -> server JSON object (the id under ``idField`` when given).
+    func toServer(_ fields: [String: FieldValue], id: RecordID?) -> FieldValue {
+        var out: [String: FieldValue] = [:]
+        for (name, value) in fields { out[fieldMapping[name] ?? name] = value }
+        if let id { out[idField] = id.fieldValue }
+        return .object(out)
+    }
+
+    /// Server JSON object -> a local record; `nil` when it has no usable id. Keys that are
+    /// not valid field names are dropped.
+    func fromServer(_ value: FieldValue) -> Record? {
+        guard case .object(var object) = value, let idValue = object.removeValue(forKey: idField), let id = RecordID(idValue) else { return nil }
+        var reverse: [String: String] = [:]
+        for (model, server) in fieldMapping { reverse[server] = model }
+        var fields: [String: FieldValue] = [:]
+        for (key, value) in object {
+            let name = reverse[key] ?? key
+            guard FieldName.isValid(name), !value.isNull else { continue }
+            fields[name] = value
+        }
+        return Record(id: id, fields: fields)
+    }
+
+    /// The array inside a list answer.
+    func unwrap(_ value: FieldValue) -> [FieldValue]? {
+        var current = value
+        if let envelope {
+            for key in envelope.split(separator: ".") {
+                guard case .object(let object) = current, let next = object[String(key)] else { return nil }
+                current = next
+            }
+        }
+        return current.arrayValue
+    }
+}
