@@ -36,7 +36,7 @@ let package = Package(
         .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory", "DepotSQLite", "DepotJSONFile", "DepotGDBM", "DepotSync"], swiftSettings: settings),
         .executableTarget(
             name: "DepotCLI",
-            dependencies: ["Depot", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Depot", "DepotServer", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Logging", package: "swift-log")],
             swiftSettings: settings
         ),
         // --- branch sqlite: the SQLite driver ---

@@ -1,19 +1,20 @@
 import ArgumentParser
 import Depot
+import DepotServer
 
 /// `depot serve [STORE] --host H --port P`: serves a store over HTTP with DepotServer.
 ///
-/// Registered with its documented arguments; the server engine arrives on its own branch,
-/// so in this build it fails with "not available in this build". The lead wires
-/// ``execute(_:)`` to DepotServer after merging.
+/// Runs DepotServer in the foreground until SIGINT or SIGTERM.
 struct ServeCommand: DepotSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Serve a store over HTTP (json-server conventions, ETags, idempotency keys, a change feed).",
         usage: "depot serve [STORE] [--host H] [--port P]",
         discussion: """
-            Binds to loopback unless --host says otherwise. Not available in this build: the \
-            command exits with status 1.
+            Binds to loopback (127.0.0.1) unless --host says otherwise; --port 0 picks a free \
+            port. Prints the address it listens on, then serves until interrupted (Ctrl-C). \
+            Routes: GET/POST /NAME, GET/PUT/PATCH/DELETE /NAME/ID, nested GET /NAME/ID/OTHER, \
+            GET /_changes?since=CURSOR&limit=N. See Docs/Server.md.
 
             Example:
               depot serve sqlite:app.db --port 8080
@@ -32,8 +33,20 @@ struct ServeCommand: DepotSubcommand {
     @OptionGroup var global: GlobalOptions
 
     func execute(_ context: CommandContext) async throws -> Int32 {
-        _ = try StoreArguments.split(arguments, stores: 1, rest: 0...0, usage: "depot serve [STORE] [--host H] [--port P]")
-        throw NotInThisBuild.failure("serve", needs: "DepotServer")
+        let (stores, _) = try StoreArguments.split(arguments, stores: 1, rest: 0...0, usage: "depot serve [STORE] [--host H] [--port P]")
+        guard (0...65535).contains(port) else {
+            throw CLIFailure.usage("--port must be between 0 and 65535", "use 0 to pick a free port")
+        }
+        let store = try await StoreArguments.open(stores[0], context, mustExist: false)
+        let server = DepotServer(driver: store.driver, configuration: .init(host: host, port: port))
+        let shown = StoreArguments.shown(stores[0])
+        let quiet = global.quiet
+        return try await StoreArguments.using(store) { _ in
+            try await server.run { bound in
+                if !quiet { Console.stderr("depot: serving \(shown) on http://\(host):\(bound) (Ctrl-C to stop)\n") }
+            }
+            return ExitStatus.success
+        }
     }
 }
 

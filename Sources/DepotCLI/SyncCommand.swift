@@ -1,11 +1,12 @@
 import ArgumentParser
 import Depot
+import DepotServer
+import Foundation
 
 /// `depot sync [STORE] --remote BASE_URL --collection NAME [--path /RESOURCE] [--pull] [--push]`.
 ///
-/// Registered with its documented arguments; the sync engine arrives on its own branch, so
-/// in this build it fails with "not available in this build". The lead wires
-/// ``execute(_:)`` to SyncCoordinator after merging.
+/// Attaches the collection to the remote (so later writes through any Depot API record
+/// outbox entries), then pulls and/or pushes with the SyncCoordinator.
 struct SyncCommand: DepotSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "sync",
@@ -13,8 +14,8 @@ struct SyncCommand: DepotSubcommand {
         usage: "depot sync [STORE] --remote BASE_URL --collection NAME [--path /RESOURCE] [--pull] [--push]",
         discussion: """
             Both directions when neither --pull nor --push is given. Exit status 0 only when \
-            everything asked for succeeded. Not available in this build: the command exits with \
-            status 1.
+            everything asked for succeeded (nothing left pending or dead-lettered). Plain http:// \
+            to a host other than loopback needs --allow-insecure-http. See Docs/Sync.md.
 
             Example:
               depot sync sqlite:app.db --remote http://127.0.0.1:8080 --collection books
@@ -39,11 +40,57 @@ struct SyncCommand: DepotSubcommand {
     @Flag(help: "Push the outbox to the server.")
     var push = false
 
+    @Flag(help: "The server assigns ids on POST (integer-id collections against json-server-style servers).")
+    var serverAssignsIDs = false
+
+    @Flag(help: "Allow plain http:// to a host other than loopback.")
+    var allowInsecureHTTP = false
+
     @OptionGroup var global: GlobalOptions
 
     func execute(_ context: CommandContext) async throws -> Int32 {
-        _ = try StoreArguments.split(arguments, stores: 1, rest: 0...0, usage: "depot sync [STORE] --remote BASE_URL --collection NAME")
-        _ = try StoreArguments.collectionName(collection)
-        throw NotInThisBuild.failure("sync", needs: "the SyncCoordinator")
+        let (stores, _) = try StoreArguments.split(arguments, stores: 1, rest: 0...0, usage: "depot sync [STORE] --remote BASE_URL --collection NAME")
+        let name = try StoreArguments.collectionName(collection)
+        guard let base = URL(string: remote), let scheme = base.scheme, ["http", "https"].contains(scheme), base.host != nil else {
+            throw CLIFailure.usage("--remote must be an http:// or https:// URL", "for example --remote http://127.0.0.1:8080")
+        }
+        var endpoint = SyncEndpoint(baseURL: base, path: path ?? "/" + name.rawValue, idAssignment: serverAssignsIDs ? .server : .client)
+        endpoint.allowInsecureHTTP = allowInsecureHTTP
+        do { try endpoint.validate() } catch let error as DepotError {
+            throw CLIFailure.usage(error.message, "check --remote and --path")
+        }
+        let store = try await StoreArguments.open(stores[0], context, mustExist: false)
+        let (doPull, doPush) = (pull || !push, push || !pull)
+        let progress = context.progress("sync \(name)", total: nil)
+        return try await StoreArguments.using(store) { store in
+            let coordinator = SyncCoordinator(store: store)
+            try await coordinator.attach(name, to: endpoint)
+            let events = await coordinator.events()
+            let watcher = Task {
+                var pulled = 0, pushed = 0
+                for await event in events {
+                    switch event {
+                    case .pulled(_, let count, _): pulled = count
+                    case .pushed: pushed += 1
+                    case .retrying(let request, let attempt, _): context.logger.info("retrying \(request) (attempt \(attempt))")
+                    case .deadLettered(_, let id, let status): context.logger.warning("server refused \(id) with \(status); kept as a dead letter")
+                    case .finished: return
+                    default: break
+                    }
+                    progress.set(pulled + pushed)
+                }
+            }
+            let report = try await coordinator.sync(name, pull: doPull, push: doPush)
+            watcher.cancel()
+            progress.finish()
+            if !global.quiet {
+                Console.stderr("depot: \(name): pulled \(report.pulled), deleted \(report.remoteDeletions), pushed \(report.pushed), conflicts \(report.conflicts), retries \(report.retries), pending \(report.pendingLeft), dead \(report.deadLeft)\n")
+            }
+            guard report.succeeded else {
+                let why = report.failures.first ?? "\(report.pendingLeft) pending and \(report.deadLeft) dead-lettered outbox entries remain"
+                throw CLIFailure.failed("sync of \(name) did not finish: \(why)", "run 'depot info' to see the outbox, fix the cause and sync again")
+            }
+            return ExitStatus.success
+        }
     }
 }

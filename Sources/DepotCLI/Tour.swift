@@ -1,4 +1,5 @@
 import Depot
+import DepotServer
 import Foundation
 
 /// The tour's model: a book with a unique ISBN and an index on its author.
@@ -167,8 +168,43 @@ struct Tour {
     /// this step says it is not in this build and the tour goes on.
     func tourNetworkStep() async throws {
         heading("3. Serving and syncing", underline: "-")
-        say("DepotServer and sync are not available in this build; this step will start a server on")
-        say("loopback, sync a second store through it and show offline edits waiting in the outbox.")
+        let serverStore = try await Store.open(storeString(defaultScheme, "served"))
+        try await StoreArguments.using(serverStore) { serverStore in
+            let books = try await serverStore.repository(Book.self)
+            try await books.deleteAll()
+            try await books.save(Array(Tour.sampleBooks.prefix(5)))
+            let server = DepotServer(driver: serverStore.driver, configuration: .init(host: "127.0.0.1", port: 0))
+            let port = try await server.start()
+            defer { Task { await server.stop() } }
+            say("DepotServer serves \(StoreArguments.shown(storeString(defaultScheme, "served"))) on http://127.0.0.1:\(port) (loopback only)")
+
+            let clientString = storeString(defaultScheme, "client")
+            let client = try await Store.open(clientString)
+            try await StoreArguments.using(client) { client in
+                let collection = try CollectionName(Book.collectionName)
+                let coordinator = SyncCoordinator(store: client)
+                guard let base = URL(string: "http://127.0.0.1:\(port)") else { return }
+                try await coordinator.attach(collection, to: SyncEndpoint(baseURL: base, path: "/books"))
+                let pulled = try await coordinator.sync(collection, pull: true, push: false)
+                let local = try await client.repository(Book.self)
+                say("a second store (\(StoreArguments.shown(clientString))) pulled \(pulled.pulled) books through the server")
+
+                // Offline: edits are committed locally and wait in the outbox.
+                var edited = try await local.find(id: Tour.sampleBooks[0].id) ?? Tour.sampleBooks[0]
+                edited.rating = 5.0
+                try await local.save(edited)
+                try await local.delete(id: Tour.sampleBooks[1].id)
+                let waiting = try await coordinator.outbox(for: collection).count
+                say("offline, the client edited one book and deleted another: \(waiting) entries wait in its outbox")
+
+                let pushed = try await coordinator.sync(collection, pull: false, push: true)
+                let onServer = try await books.find(id: Tour.sampleBooks[0].id)
+                let deletedOnServer = try await books.find(id: Tour.sampleBooks[1].id) == nil
+                let left = try await coordinator.outbox(for: collection).count
+                say("back online: pushed \(pushed.pushed) (idempotency keys, If-Match); the server now has rating \(onServer?.rating ?? 0) and the deleted book is \(deletedOnServer ? "gone" : "still there"); outbox left: \(left)")
+            }
+            await server.stop()
+        }
     }
 
     // MARK: 4. A rough comparison

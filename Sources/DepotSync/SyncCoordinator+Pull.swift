@@ -21,8 +21,15 @@ extension SyncCoordinator {
         // feed would bring every comment, so nested paths always page through the listing.
         let nested = endpoint.path.split(separator: "/").count > 1
         if endpoint.changeFeed == .automatic, !nested, !feedMissing.contains(collection.rawValue) {
+            // The feed lists the writes made through the server; records written to the
+            // server's store some other way (loaded, migrated, served later) are only in its
+            // listing. So a collection's first pull lists everything, then follows the feed.
+            let key = RecordID.string(collection.rawValue)
+            let hasCursor = try await driver.read { tx in try tx.get(key, from: WireCollections.sync)?["cursor"].stringValue } != nil
+            if !hasCursor { try await pullListing(collection, endpoint, &report) }
             if try await pullFeed(collection, endpoint, &report) { return }
             feedMissing.insert(collection.rawValue)
+            if !hasCursor { return }
         }
         try await pullListing(collection, endpoint, &report)
     }
