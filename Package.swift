@@ -36,6 +36,10 @@ let package = Package(
         ),
         // Commits transactions until killed; the crash tests of every driver run it.
         .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot"], swiftSettings: settings),
+        // bench branch: the engine of `depot bench` (workloads, raw baselines, report, chart).
+        .target(name: "DepotBench", dependencies: ["Depot", "DepotCore"], swiftSettings: settings),
+        .testTarget(name: "DepotBenchTests", dependencies: ["DepotBench"], swiftSettings: settings),
+        // end bench branch
         .testTarget(name: "DepotCoreTests", dependencies: ["DepotCore"], swiftSettings: settings),
         .testTarget(name: "DepotMemoryTests", dependencies: ["Depot", "DepotMemory", "DepotConformance"], swiftSettings: settings),
     ]
