@@ -16,6 +16,8 @@ let package = Package(
         .library(name: "DepotConformance", targets: ["DepotConformance"]),
         .executable(name: "depot", targets: ["DepotCLI"]),
         .executable(name: "depot-crash-helper", targets: ["DepotCrashHelper"]),
+        // bench branch: the benchmark engine, for the Benchmarks/ package.
+        .library(name: "DepotBench", targets: ["DepotBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

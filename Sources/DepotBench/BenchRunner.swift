@@ -139,8 +139,9 @@ public func runBench(_ options: BenchOptions, output: (String) -> Void) async th
     return report
 }
 
-/// The raw baseline of an engine in this build, `nil` when it has none.
-func rawBaseline(_ engine: String) -> (any BenchTarget)? {
+/// The raw baseline of an engine in this build (`RawSQLiteTarget`, `RawGDBMTarget`,
+/// `JSONFloorTarget`), `nil` when it has none.
+public func rawBaseline(_ engine: String) -> (any BenchTarget)? {
     switch engine {
     #if canImport(CSQLite)
     case "sqlite": return RawSQLiteTarget()

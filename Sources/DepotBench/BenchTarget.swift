@@ -33,6 +33,9 @@ public protocol BenchTarget: AnyObject {
     /// Inserts record `n` with `values` as one durable single-record transaction.
     /// - Throws: the engine's error.
     func durableInsert(_ n: Int, values: [String]) async throws
+    /// Deletes record `n` in its own transaction.
+    /// - Throws: the engine's error, or ``BenchError`` when the record is missing.
+    func delete(_ n: Int) async throws
     /// Closes the store.
     /// - Throws: the engine's error.
     func close() async throws

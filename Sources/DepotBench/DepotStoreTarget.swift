@@ -123,6 +123,11 @@ public final class DepotStoreTarget: BenchTarget {
         try await collection.insert(DepotStoreTarget.record(n, values))
     }
 
+    public func delete(_ n: Int) async throws {
+        let (_, collection) = try opened()
+        guard try await collection.delete(.string(YCSB.key(n))) else { throw BenchError("\(engine): record \(n) is missing.") }
+    }
+
     public func close() async throws {
         let store = self.store
         self.store = nil

@@ -139,6 +139,18 @@ public final class JSONFloorTarget: BenchTarget {
         try commit()
     }
 
+    public func delete(_ n: Int) async throws {
+        let key = YCSB.key(n)
+        guard let i = positions.removeValue(forKey: key) else { throw BenchError("json floor: record \(n) is missing") }
+        let last = records.count - 1
+        if i != last, case .object(let moved) = records[last], case .string(let movedKey)? = moved["id"] {
+            records[i] = records[last]
+            positions[movedKey] = i
+        }
+        records.removeLast()
+        try commit()
+    }
+
     public func close() async throws {
         records = []
         positions = [:]

@@ -168,6 +168,15 @@ public final class RawGDBMTarget: BenchTarget {
         try sync()
     }
 
+    public func delete(_ n: Int) async throws {
+        var key = YCSB.key(n)
+        let rc = key.withUTF8 { k in
+            gdbm_delete(dbf, datum(dptr: UnsafeMutableRawPointer(mutating: k.baseAddress)?.assumingMemoryBound(to: CChar.self), dsize: Int32(k.count)))
+        }
+        guard rc == 0 else { throw BenchError("gdbm raw: record \(n) is missing") }
+        try sync()
+    }
+
     public func close() async throws {
         if let dbf { gdbm_close(dbf) }
         dbf = nil

@@ -158,6 +158,13 @@ public final class RawSQLiteTarget: BenchTarget {
         try insert(n, values)
     }
 
+    public func delete(_ n: Int) async throws {
+        let stmt = try statement("DELETE FROM usertable WHERE id = ?")
+        bind(stmt, 1, YCSB.key(n))
+        try check(sqlite3_step(stmt), "delete")
+        guard sqlite3_changes(db) == 1 else { throw BenchError("sqlite raw: record \(n) is missing") }
+    }
+
     public func close() async throws {
         for stmt in statements.values { sqlite3_finalize(stmt) }
         statements = [:]
