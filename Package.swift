@@ -40,7 +40,7 @@ let package = Package(
         .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot"], swiftSettings: settings),
         // bench branch: the engine of `depot bench` (workloads, raw baselines, report, chart).
         .target(name: "DepotBench", dependencies: ["Depot", "DepotCore"], swiftSettings: settings),
-        .testTarget(name: "DepotBenchTests", dependencies: ["DepotBench"], swiftSettings: settings),
+        .testTarget(name: "DepotBenchTests", dependencies: ["DepotBench", "Depot"], swiftSettings: settings),
         // end bench branch
         .testTarget(name: "DepotCoreTests", dependencies: ["DepotCore"], swiftSettings: settings),
         .testTarget(name: "DepotMemoryTests", dependencies: ["Depot", "DepotMemory", "DepotConformance"], swiftSettings: settings),

@@ -1,3 +1,4 @@
+import Depot
 import DepotBench
 import Foundation
 import Testing
@@ -137,5 +138,40 @@ import Testing
         var options = BenchOptions()
         options.drivers = ["oracle"]
         await #expect(throws: BenchError.self) { _ = try await runBench(options) { _ in } }
+    }
+}
+
+@Suite struct BenchTargetAgreementTests {
+    /// Every target available in this build does the same work: after the same load, the
+    /// same operations of every workload and the same deletes, each holds the same number
+    /// of records, and the scans and reads find what they look for (a missing record throws).
+    @Test func depotAndRawTargetsDoTheSameWork() async throws {
+        var targets: [any BenchTarget] = [JSONFloorTarget()]
+        for engine in ["memory", "sqlite", "gdbm", "json"] where DriverRegistry.standard.schemes.contains(engine) {
+            if let depot = try DepotStoreTarget.standard(engine) { targets.append(depot) }
+            if engine != "json", let raw = rawBaseline(engine) { targets.append(raw) }
+        }
+        var counts: [String: Int] = [:]
+        for target in targets {
+            let dir = NSTemporaryDirectory() + "depot-bench-agree-\(UInt32.random(in: 0...UInt32.max))"
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            try await target.open(directory: dir, durability: .normal)
+            try await target.insertBatch(0..<100, values: (0..<100).map(YCSB.fields(record:)))
+            var inserted = 0
+            for workload in Workload.runOrder where workload.isYCSB || workload == .pointReads {
+                let (ops, inserts) = OperationPlan(records: 100, inserted: inserted).operations(workload, count: 30, seed: 9)
+                for op in ops { try await target.run(op) }
+                inserted += inserts
+            }
+            for n in 0..<10 { try await target.delete(n) }
+            try await target.reopen(durability: .full)
+            try await target.durableInsert(1_000_000, values: YCSB.fields(record: 1_000_000))
+            counts[target.displayName] = try await target.fetchAll()
+            try await target.close()
+        }
+        let expected = try #require(counts["json raw"])
+        #expect(expected > 91)
+        for (name, count) in counts { #expect(count == expected, "\(name) holds \(count) records, the JSON floor \(expected)") }
     }
 }
