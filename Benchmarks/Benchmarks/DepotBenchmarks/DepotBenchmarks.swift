@@ -334,7 +334,10 @@ func jsonCommitBenchmarks() {
         let label = size >= 1_000 ? "\(size / 1_000)k" : "\(size)"
         let config = Benchmark.Configuration(warmupIterations: 1, maxDuration: .seconds(size >= 100_000 ? 10 : 4), maxIterations: size >= 100_000 ? 5 : 100)
         let sides: [(String, () -> any BenchTarget)] = [
-            ("json", { (try? DepotStoreTarget.standard("json")) ?? JSONFloorTarget() }),
+            ("json", { () -> any BenchTarget in
+                if let depot = try? DepotStoreTarget.standard("json") { return depot }
+                return JSONFloorTarget()
+            }),
             ("json floor", { JSONFloorTarget() }),
         ]
         for (side, make) in sides {
