@@ -38,11 +38,12 @@ public struct ConformanceCheck: Sendable {
 /// What a check receives: the factory, its scratch directory, and the first driver.
 /// The runner closes every driver a check opened through the context, and removes the directory.
 public final class ConformanceContext: @unchecked Sendable {
-    // @unchecked: `opened` is guarded by `lock`; the rest is immutable.
+    // @unchecked: `opened` and `first` are guarded by `lock`; the rest is immutable.
     public let factory: DriverFactory
     public let directory: String
     private let lock = NSLock()
     private var opened: [any StorageDriver] = []
+    private var first: (any StorageDriver)?
 
     init(factory: DriverFactory, directory: String) {
         self.factory = factory
@@ -54,6 +55,19 @@ public final class ConformanceContext: @unchecked Sendable {
         let driver = try await factory.open(directory)
         lock.withLock { opened.append(driver) }
         return driver
+    }
+
+    /// The driver the runner opened to read the capabilities (a newly opened one if there is
+    /// none). Checks start with it, so a store is never open twice by accident: drivers that
+    /// lock their files would refuse a second open.
+    public func firstDriver() async throws -> any StorageDriver {
+        if let driver = lock.withLock({ first }) { return driver }
+        return try await openDriver()
+    }
+
+    /// Makes `driver` the one ``firstDriver()`` returns.
+    func setFirst(_ driver: any StorageDriver) {
+        lock.withLock { first = driver }
     }
 
     func closeAll() async {
@@ -115,6 +129,7 @@ public enum Conformance {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let context = ConformanceContext(factory: factory, directory: directory)
         let probe = try await context.openDriver()
+        context.setFirst(probe)
         let missing = check.requires.subtracting(probe.capabilities)
         guard missing.isEmpty else {
             await context.closeAll()
@@ -137,4 +152,7 @@ public struct ConformanceNotRun: Error, Sendable {
 }
 
 /// Every check of every area. Each area file adds its list here.
-let allChecks: [ConformanceCheck] = CRUDChecks.all
+let allChecks: [ConformanceCheck] =
+    CRUDChecks.all + IDChecks.all + ValueChecks.all + FilterChecks.all + SortPagingChecks.all + CountChecks.all
+    + StreamingChecks.all + UniqueChecks.all + TransactionChecks.all + ConcurrencyChecks.all + SchemaChecks.all
+    + NameChecks.all + ErrorChecks.all + PersistenceChecks.all + DifferentialChecks.all

@@ -49,7 +49,7 @@ public struct CollectionName: Hashable, Sendable, Comparable, CustomStringConver
     public static func < (lhs: CollectionName, rhs: CollectionName) -> Bool { lhs.rawValue < rhs.rawValue }
 
     static func isValidUserName(_ name: String) -> Bool {
-        let bytes = Array(name.utf8)
+        let bytes = name.utf8
         guard let first = bytes.first, bytes.count <= 63, isLetter(first) else { return false }
         return bytes.allSatisfy { isLetter($0) || isDigit($0) || $0 == 0x5F }
     }
@@ -77,10 +77,12 @@ public struct CollectionName: Hashable, Sendable, Comparable, CustomStringConver
 public enum FieldName {
     /// `true` when `name` may be a top-level field name.
     public static func isValid(_ name: String) -> Bool {
-        let bytes = Array(name.utf8)
+        let bytes = name.utf8
         guard let first = bytes.first, bytes.count <= 63, isLetter(first) || first == 0x5F else { return false }
-        guard name != "id", !name.hasPrefix("_depot") else { return false }
-        return bytes.allSatisfy { isLetter($0) || isDigit($0) || $0 == 0x5F }
+        guard bytes.allSatisfy({ isLetter($0) || isDigit($0) || $0 == 0x5F }) else { return false }
+        if first == 0x69 && bytes.count == 2 && name == "id" { return false }
+        if first == 0x5F && bytes.starts(with: "_depot".utf8) { return false }
+        return true
     }
 
     /// - Throws: ``DepotError`` `.invalidName` when `name` is not a valid top-level field name.

@@ -96,7 +96,8 @@ public enum QueryEvaluator {
     /// Applies offset and limit to an already ordered array.
     public static func page(_ records: [Record], offset: Int, limit: Int?) -> [Record] {
         guard offset < records.count else { return [] }
-        let end = limit.map { min(records.count, offset + max(0, $0)) } ?? records.count
+        // `offset + limit` would overflow for a limit near Int.max: cap the limit first.
+        let end = limit.map { offset + min(records.count - offset, max(0, $0)) } ?? records.count
         guard offset < end else { return [] }
         return Array(records[offset..<end])
     }

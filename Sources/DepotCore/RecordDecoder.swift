@@ -28,9 +28,15 @@ public struct RecordDecoder: Sendable {
 
     /// Decodes a model from a record: the record id is offered under the key `id`.
     public func decode<T: Decodable>(_ type: T.Type, from record: Record) throws -> T {
-        var fields = record.fields
-        fields["id"] = record.id.fieldValue
-        return try decode(type, from: .object(fields))
+        do {
+            return try T(from: FieldDecoder(value: .object(record.fields), codingPath: [], id: record.id.fieldValue))
+        } catch let error as DepotError {
+            throw error
+        } catch let error as DecodingError {
+            throw DepotError(.decoding, "Could not decode \(T.self): \(describe(error))", cause: error)
+        } catch {
+            throw DepotError(.decoding, "Could not decode \(T.self).", cause: error)
+        }
     }
 
     private func describe(_ error: DecodingError) -> String {
@@ -94,13 +100,15 @@ extension Optional: OptionalMarker {}
 struct FieldDecoder: Decoder {
     let value: FieldValue
     let codingPath: [any CodingKey]
+    /// A record's id, offered under the key `id` without copying the fields.
+    var id: FieldValue? = nil
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard case .object(let members) = value else {
             throw DecodingError.typeMismatch([String: Any].self, .init(codingPath: codingPath, debugDescription: "Expected an object, found \(value.kind)"))
         }
-        return KeyedDecodingContainer(KeyedFieldDecoder<Key>(members: members, codingPath: codingPath))
+        return KeyedDecodingContainer(KeyedFieldDecoder<Key>(members: members, codingPath: codingPath, id: id))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -115,36 +123,36 @@ struct FieldDecoder: Decoder {
 
 /// Reads scalars out of field values, shared by the three container kinds.
 enum Scalar {
-    static func bool(_ v: FieldValue, _ path: [any CodingKey]) throws -> Bool {
-        guard case .bool(let b) = v else { throw mismatch(Bool.self, v, path) }
+    static func bool(_ v: FieldValue, _ path: @autoclosure () -> [any CodingKey]) throws -> Bool {
+        guard case .bool(let b) = v else { throw mismatch(Bool.self, v, path()) }
         return b
     }
 
-    static func string(_ v: FieldValue, _ path: [any CodingKey]) throws -> String {
-        guard case .string(let s) = v else { throw mismatch(String.self, v, path) }
+    static func string(_ v: FieldValue, _ path: @autoclosure () -> [any CodingKey]) throws -> String {
+        guard case .string(let s) = v else { throw mismatch(String.self, v, path()) }
         return s
     }
 
-    static func double(_ v: FieldValue, _ path: [any CodingKey]) throws -> Double {
+    static func double(_ v: FieldValue, _ path: @autoclosure () -> [any CodingKey]) throws -> Double {
         switch v {
         case .double(let d): return d
         case .int(let i): return Double(i)
-        default: throw mismatch(Double.self, v, path)
+        default: throw mismatch(Double.self, v, path())
         }
     }
 
-    static func integer<I: FixedWidthInteger>(_ type: I.Type, _ v: FieldValue, _ path: [any CodingKey]) throws -> I {
+    static func integer<I: FixedWidthInteger>(_ type: I.Type, _ v: FieldValue, _ path: @autoclosure () -> [any CodingKey]) throws -> I {
         switch v {
         case .int(let i):
             guard let value = I(exactly: i) else {
-                throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "\(i) does not fit in \(I.self)"))
+                throw DecodingError.dataCorrupted(.init(codingPath: path(), debugDescription: "\(i) does not fit in \(I.self)"))
             }
             return value
         case .double(let d):
-            guard let value = I(exactly: d) else { throw mismatch(I.self, v, path) }
+            guard let value = I(exactly: d) else { throw mismatch(I.self, v, path()) }
             return value
         default:
-            throw mismatch(I.self, v, path)
+            throw mismatch(I.self, v, path())
         }
     }
 }
@@ -152,24 +160,33 @@ enum Scalar {
 struct KeyedFieldDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let members: [String: FieldValue]
     let codingPath: [any CodingKey]
+    var id: FieldValue? = nil
 
-    var allKeys: [Key] { members.keys.compactMap { Key(stringValue: $0) } }
-    func contains(_ key: Key) -> Bool { members[key.stringValue] != nil }
+    var allKeys: [Key] { (id == nil ? [] : [Key(stringValue: "id")].compactMap { $0 }) + members.keys.compactMap { Key(stringValue: $0) } }
+    func contains(_ key: Key) -> Bool { lookup(key) != nil }
+
+    @inline(__always) private func lookup(_ key: Key) -> FieldValue? {
+        let name = key.stringValue
+        if let id, name == "id" { return id }
+        return members[name]
+    }
 
     private func value(_ key: Key) throws -> FieldValue {
-        guard let v = members[key.stringValue] else {
+        guard let v = lookup(key) else {
             throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "No value for '\(key.stringValue)'"))
         }
         return v
     }
 
-    private func nonNull(_ key: Key, _ type: Any.Type) throws -> FieldValue {
-        let v = try value(key)
+    @inline(__always) private func nonNull(_ key: Key, _ type: Any.Type) throws -> FieldValue {
+        guard let v = lookup(key) else {
+            throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "No value for '\(key.stringValue)'"))
+        }
         if v.isNull { throw DecodingError.valueNotFound(type, .init(codingPath: codingPath + [key], debugDescription: "Found null")) }
         return v
     }
 
-    func decodeNil(forKey key: Key) throws -> Bool { (members[key.stringValue] ?? .null).isNull }
+    func decodeNil(forKey key: Key) throws -> Bool { (lookup(key) ?? .null).isNull }
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try Scalar.bool(nonNull(key, type), codingPath + [key]) }
     func decode(_ type: String.Type, forKey key: Key) throws -> String { try Scalar.string(nonNull(key, type), codingPath + [key]) }
     func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try Scalar.double(nonNull(key, type), codingPath + [key]) }
@@ -191,7 +208,7 @@ struct KeyedFieldDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     /// Absent → `nil`; null → `nil`, except that an optional `T` receives `.some(nil)`.
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
-        guard let v = members[key.stringValue] else { return nil }
+        guard let v = lookup(key) else { return nil }
         if v.isNull && !(T.self is any OptionalMarker.Type) { return nil }
         return try decodeValue(type, from: v, codingPath: codingPath + [key])
     }

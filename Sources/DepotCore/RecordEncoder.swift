@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Turns `Encodable` values into ``FieldValue``s directly, with no JSON in between.
 ///
@@ -53,7 +54,8 @@ public struct RecordEncoder: Sendable {
             }
             id = parsed
         }
-        return (id, fields.filter { !$0.value.isNull })
+        if fields.values.contains(where: \.isNull) { fields = fields.filter { !$0.value.isNull } }
+        return (id, fields)
     }
 }
 
@@ -66,55 +68,78 @@ func encodeValue<T: Encodable>(_ value: T, codingPath: [any CodingKey]) throws -
     case let v as Decimal: return .string(v.description)
     case let v as FieldValue: return v
     default:
-        let encoder = FieldEncoder(codingPath: codingPath)
+        let type = ObjectIdentifier(T.self)
+        let capacity = keyCountByType.withLock { $0[type] } ?? 0
+        let encoder = FieldEncoder(codingPath: codingPath, capacity: capacity)
         try value.encode(to: encoder)
-        return try encoder.finish()
+        let result = try encoder.finish()
+        if capacity == 0, case .object(let members) = result, !members.isEmpty {
+            keyCountByType.withLock { $0[type] = members.count }
+        }
+        return result
     }
 }
 
 /// Storage of one encoder level: a value, an object being built, or an array being built.
+/// A class with plain stored properties, so every write mutates in place.
 final class EncodingStorage {
-    enum Content {
-        case empty
-        case value(FieldValue)
-        case object([String: FieldValue], pending: [String: EncodingStorage])
-        case array([FieldValue], pending: [Int: EncodingStorage])
+    enum Shape { case empty, value, object, array }
+    var shape: Shape = .empty
+    var value: FieldValue = .null
+    var members: [String: FieldValue] = [:]
+    var items: [FieldValue] = []
+    var pendingMembers: [String: EncodingStorage] = [:]
+    var pendingItems: [Int: EncodingStorage] = [:]
+
+    func becomeObject(capacity: Int) {
+        guard shape != .object else { return }
+        shape = .object
+        members.reserveCapacity(capacity)
     }
-    var content: Content = .empty
+
+    func becomeArray() {
+        guard shape != .array else { return }
+        shape = .array
+    }
 
     func finish() throws -> FieldValue {
-        switch content {
+        switch shape {
         case .empty: return .object([:])
-        case .value(let value): return value
-        case .object(var members, let pending):
-            for (key, storage) in pending { members[key] = try storage.finish() }
+        case .value: return value
+        case .object:
+            for (key, storage) in pendingMembers { members[key] = try storage.finish() }
             return .object(members)
-        case .array(var items, let pending):
-            for (index, storage) in pending where index < items.count { items[index] = try storage.finish() }
+        case .array:
+            for (index, storage) in pendingItems where index < items.count { items[index] = try storage.finish() }
             return .array(items)
         }
     }
 }
 
+/// How many keys each type encoded last time, so the next object is allocated at its size once.
+let keyCountByType = Mutex<[ObjectIdentifier: Int]>([:])
+
 final class FieldEncoder: Encoder {
     let codingPath: [any CodingKey]
     var userInfo: [CodingUserInfoKey: Any] { [:] }
     let storage: EncodingStorage
+    let capacity: Int
 
-    init(codingPath: [any CodingKey], storage: EncodingStorage = EncodingStorage()) {
+    init(codingPath: [any CodingKey], storage: EncodingStorage = EncodingStorage(), capacity: Int = 0) {
         self.codingPath = codingPath
         self.storage = storage
+        self.capacity = capacity
     }
 
     func finish() throws -> FieldValue { try storage.finish() }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        if case .object = storage.content {} else { storage.content = .object([:], pending: [:]) }
+        storage.becomeObject(capacity: capacity)
         return KeyedEncodingContainer(KeyedFieldEncoder<Key>(storage: storage, codingPath: codingPath))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
-        if case .array = storage.content {} else { storage.content = .array([], pending: [:]) }
+        storage.becomeArray()
         return UnkeyedFieldEncoder(storage: storage, codingPath: codingPath)
     }
 
@@ -139,13 +164,7 @@ struct KeyedFieldEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let storage: EncodingStorage
     let codingPath: [any CodingKey]
 
-    private func set(_ value: FieldValue, _ key: Key) {
-        if case .object(var members, let pending) = storage.content {
-            storage.content = .empty
-            members[key.stringValue] = value
-            storage.content = .object(members, pending: pending)
-        }
-    }
+    @inline(__always) private func set(_ value: FieldValue, _ key: Key) { storage.members[key.stringValue] = value }
 
     mutating func encodeNil(forKey key: Key) throws { set(.null, key) }
     mutating func encode(_ value: Bool, forKey key: Key) throws { set(.bool(value), key) }
@@ -166,14 +185,14 @@ struct KeyedFieldEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
         let child = EncodingStorage()
-        child.content = .object([:], pending: [:])
+        child.becomeObject(capacity: 0)
         addPending(child, key)
         return KeyedEncodingContainer(KeyedFieldEncoder<NestedKey>(storage: child, codingPath: codingPath + [key]))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
         let child = EncodingStorage()
-        child.content = .array([], pending: [:])
+        child.becomeArray()
         addPending(child, key)
         return UnkeyedFieldEncoder(storage: child, codingPath: codingPath + [key])
     }
@@ -189,30 +208,15 @@ struct KeyedFieldEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
         return FieldEncoder(codingPath: codingPath + [key], storage: child)
     }
 
-    private func addPending(_ child: EncodingStorage, _ key: Key) {
-        if case .object(let members, var pending) = storage.content {
-            storage.content = .empty
-            pending[key.stringValue] = child
-            storage.content = .object(members, pending: pending)
-        }
-    }
+    private func addPending(_ child: EncodingStorage, _ key: Key) { storage.pendingMembers[key.stringValue] = child }
 }
 
 struct UnkeyedFieldEncoder: UnkeyedEncodingContainer {
     let storage: EncodingStorage
     let codingPath: [any CodingKey]
-    var count: Int {
-        if case .array(let items, _) = storage.content { return items.count }
-        return 0
-    }
+    var count: Int { storage.items.count }
 
-    private func append(_ value: FieldValue) {
-        if case .array(var items, let pending) = storage.content {
-            storage.content = .empty
-            items.append(value)
-            storage.content = .array(items, pending: pending)
-        }
-    }
+    @inline(__always) private func append(_ value: FieldValue) { storage.items.append(value) }
 
     private var indexKey: any CodingKey { IndexKey(count) }
 
@@ -235,7 +239,7 @@ struct UnkeyedFieldEncoder: UnkeyedEncodingContainer {
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
         let child = EncodingStorage()
-        child.content = .object([:], pending: [:])
+        child.becomeObject(capacity: 0)
         let key = indexKey
         addPending(child)
         return KeyedEncodingContainer(KeyedFieldEncoder<NestedKey>(storage: child, codingPath: codingPath + [key]))
@@ -243,7 +247,7 @@ struct UnkeyedFieldEncoder: UnkeyedEncodingContainer {
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
         let child = EncodingStorage()
-        child.content = .array([], pending: [:])
+        child.becomeArray()
         let key = indexKey
         addPending(child)
         return UnkeyedFieldEncoder(storage: child, codingPath: codingPath + [key])
@@ -257,12 +261,8 @@ struct UnkeyedFieldEncoder: UnkeyedEncodingContainer {
     }
 
     private func addPending(_ child: EncodingStorage) {
-        if case .array(var items, var pending) = storage.content {
-            storage.content = .empty
-            pending[items.count] = child
-            items.append(.null)
-            storage.content = .array(items, pending: pending)
-        }
+        storage.pendingItems[storage.items.count] = child
+        storage.items.append(.null)
     }
 }
 
@@ -270,7 +270,10 @@ struct SingleFieldEncoder: SingleValueEncodingContainer {
     let storage: EncodingStorage
     let codingPath: [any CodingKey]
 
-    private func set(_ value: FieldValue) { storage.content = .value(value) }
+    private func set(_ value: FieldValue) {
+        storage.shape = .value
+        storage.value = value
+    }
 
     mutating func encodeNil() throws { set(.null) }
     mutating func encode(_ value: Bool) throws { set(.bool(value)) }

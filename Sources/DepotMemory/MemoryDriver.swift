@@ -230,68 +230,79 @@ final class MemoryTransaction: WriteTransaction {
         return state.collections.removeValue(forKey: collection) != nil
     }
 
-    /// The collection for a write of an id of `kind`, created if missing.
-    private func collectionForWrite(_ name: CollectionName, kind: IDKind) throws -> MemoryCollection {
+    /// Runs `body` on the collection for a write of an id of `kind` (created if missing).
+    ///
+    /// The collection is taken out of the state while `body` runs, so `body` mutates the only
+    /// reference to its storage: a write costs O(1), not a copy of the whole collection.
+    /// `body` must throw only before it changes anything; on a throw the collection goes
+    /// back unchanged (and a collection created for the write is not kept).
+    private func withCollection<T>(_ name: CollectionName, kind: IDKind, _ body: (inout MemoryCollection) throws -> T) throws -> T {
         try checkWritable()
-        if let existing = state.collections[name] {
-            guard existing.schema.idKind == kind else {
-                throw DepotError(.invalidValue, "Collection '\(name)' uses \(existing.schema.idKind) ids; got a \(kind) id.", collection: name.rawValue)
-            }
-            return existing
+        let existed = state.collections.index(forKey: name) != nil
+        var target = state.collections.removeValue(forKey: name) ?? MemoryCollection(schema: CollectionSchema(name: name, idKind: kind))
+        guard target.schema.idKind == kind else {
+            let existingKind = target.schema.idKind
+            state.collections[name] = target
+            throw DepotError(.invalidValue, "Collection '\(name)' uses \(existingKind) ids; got a \(kind) id.", collection: name.rawValue)
         }
-        return MemoryCollection(schema: CollectionSchema(name: name, idKind: kind))
+        do {
+            let result = try body(&target)
+            state.collections[name] = target
+            return result
+        } catch {
+            if existed { state.collections[name] = target }
+            throw error
+        }
     }
 
     func insert(_ record: Record, into collection: CollectionName) throws {
         let record = record.withoutNulls
-        var target = try collectionForWrite(collection, kind: record.id.kind)
-        guard target.records[record.id] == nil else {
-            throw DepotError(.alreadyExists, "A record with id \(record.id) exists.", collection: collection.rawValue, id: record.id)
+        try withCollection(collection, kind: record.id.kind) { target in
+            guard target.records[record.id] == nil else {
+                throw DepotError(.alreadyExists, "A record with id \(record.id) exists.", collection: collection.rawValue, id: record.id)
+            }
+            try target.checkUnique(record)
+            target.put(record)
         }
-        try target.checkUnique(record)
-        target.put(record)
-        state.collections[collection] = target
     }
 
     func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID {
-        var target = try collectionForWrite(collection, kind: .int)
-        let maxPresent = target.records.keys.reduce(Int64(0)) { if case .int(let i) = $1 { max($0, i) } else { $0 } }
-        let base = max(target.lastAssignedID, maxPresent)
-        guard base < Int64.max else { throw DepotError(.invalidValue, "No integer ids are left in '\(collection)'.", collection: collection.rawValue) }
-        let record = Record(id: .int(base + 1), fields: fields).withoutNulls
-        try target.checkUnique(record)
-        target.put(record)
-        state.collections[collection] = target
-        return record.id
+        try withCollection(collection, kind: .int) { target in
+            // `put` keeps `lastAssignedID` at least the largest integer id ever stored.
+            let base = target.lastAssignedID
+            guard base < Int64.max else { throw DepotError(.invalidValue, "No integer ids are left in '\(collection)'.", collection: collection.rawValue) }
+            let record = Record(id: .int(base + 1), fields: fields).withoutNulls
+            try target.checkUnique(record)
+            target.put(record)
+            return record.id
+        }
     }
 
     func update(_ record: Record, in collection: CollectionName) throws {
         let record = record.withoutNulls
-        var target = try collectionForWrite(collection, kind: record.id.kind)
-        guard target.records[record.id] != nil else {
-            throw DepotError(.notFound, "No record with id \(record.id).", collection: collection.rawValue, id: record.id)
+        try withCollection(collection, kind: record.id.kind) { target in
+            guard target.records[record.id] != nil else {
+                throw DepotError(.notFound, "No record with id \(record.id).", collection: collection.rawValue, id: record.id)
+            }
+            try target.checkUnique(record)
+            target.put(record)
         }
-        try target.checkUnique(record)
-        target.put(record)
-        state.collections[collection] = target
     }
 
     func save(_ record: Record, into collection: CollectionName) throws -> WriteOutcome {
         let record = record.withoutNulls
-        var target = try collectionForWrite(collection, kind: record.id.kind)
-        let outcome: WriteOutcome = target.records[record.id] == nil ? .inserted : .updated
-        try target.checkUnique(record)
-        target.put(record)
-        state.collections[collection] = target
-        return outcome
+        return try withCollection(collection, kind: record.id.kind) { target in
+            let outcome: WriteOutcome = target.records[record.id] == nil ? .inserted : .updated
+            try target.checkUnique(record)
+            target.put(record)
+            return outcome
+        }
     }
 
     func delete(_ id: RecordID, from collection: CollectionName) throws -> Bool {
         try checkWritable()
-        guard var target = state.collections[collection] else { return false }
-        let removed = target.remove(id)
-        state.collections[collection] = target
-        return removed
+        // Mutates the collection in place (no copy of its records).
+        return state.collections[collection]?.remove(id) ?? false
     }
 
     func delete(matching filter: Filter, from collection: CollectionName) throws -> Int {
