@@ -18,6 +18,7 @@ let benchmarks: @Sendable () -> Void = {
     codecBenchmarks()
     for engine in ["memory", "sqlite", "gdbm", "json"] where DriverRegistry.standard.schemes.contains(engine) {
         pathBenchmarks(engine: engine)
+        repositoryFindBenchmark(engine: engine)
     }
     sqliteTargetBenchmarks()
     jsonCommitBenchmarks()
@@ -162,6 +163,37 @@ func pathBenchmarks(engine: String) {
             }
         }
     }
+}
+
+/// Point reads through the typed repository API (`Repository.find(id:)` into a 1 KB model),
+/// to set beside `<engine> raw get` (fetch plus decoding the same ten 100-byte strings).
+func repositoryFindBenchmark(engine: String) {
+    let records = engine == "json" ? 1_000 : 10_000
+    let fixture = Fixture<Repository<KilobyteRecord>>()
+    final class Ids: @unchecked Sendable { var random = SplitMix64(seed: 5) } // one benchmark task at a time
+    let ids = Ids()
+    Benchmark("\(engine) repository find 1 KB model") { benchmark in
+        guard let repository = fixture.value else { return }
+        do {
+            for _ in benchmark.scaledIterations {
+                let id = Int64(ids.random.uniform(1...records))
+                guard let model = try await repository.find(id: id) else { return benchmark.error("missing \(id)") }
+                blackHole(model)
+            }
+        } catch { benchmark.error("\(error)") }
+    } setup: {
+        try await fixture.make { dir in
+            let path = engine == "sqlite" ? "sqlite:\(dir)/depot.sqlite" : engine == "gdbm" ? "gdbm:\(dir)/depot-gdbm" : engine == "json" ? "json:\(dir)/depot.json" : "memory:"
+            let store = try await Store.open(path + (engine == "memory" ? "" : "?durability=normal"))
+            let repository = try await store.repository(KilobyteRecord.self)
+            let models = (0..<records).map(KilobyteRecord.init)
+            try await store.write { tx in
+                let r = try tx.repository(KilobyteRecord.self)
+                for model in models { _ = try r.insert(model) }
+            }
+            return (repository, { try await store.close() })
+        }
+    } teardown: { try await fixture.tearDown() }
 }
 
 // MARK: The SQLite driver's targets (issue "SQLite driver", Performance)
