@@ -49,17 +49,27 @@ public func runBench(_ options: BenchOptions, output: (String) -> Void) async th
     var operationsUsed: [String: [Workload: Int]] = [:]
     var settings: [String: [String: String]] = [:]
 
+    var failures: [String: String] = [:]
     for round in 1...options.rounds {
         for pair in pairs {
             let ordered = round % 2 == 1 ? pair.targets : pair.targets.reversed()
-            for target in ordered {
+            for target in ordered where failures[target.displayName] == nil {
                 let name = target.displayName
                 let directory = base + "/r\(round)-" + name.replacingOccurrences(of: " ", with: "-")
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
                 trimMalloc()
                 ProcessMemory.resetPeak()
                 let started = monotonicNanoseconds()
-                let result = try await measureRound(target, options: options, round: round, directory: directory)
+                let result: (records: Int, measurements: [Workload: Measurement])
+                do {
+                    result = try await measureRound(target, options: options, round: round, directory: directory)
+                } catch {
+                    // One failing target must not lose the others' figures: report it and go on.
+                    failures[name] = "\(error)"
+                    output("round \(round)/\(options.rounds) \(name): FAILED: \(error)")
+                    try? FileManager.default.removeItem(atPath: directory)
+                    continue
+                }
                 if let peak = ProcessMemory.peakResidentBytes() { peaks[name] = max(peaks[name] ?? 0, peak) }
                 try? FileManager.default.removeItem(atPath: directory)
                 for (workload, m) in result.measurements { measured[name, default: [:]][workload, default: []].append(m) }
@@ -75,6 +85,7 @@ public func runBench(_ options: BenchOptions, output: (String) -> Void) async th
     for pair in pairs {
         for target in pair.targets {
             let name = target.displayName
+            if failures[name] != nil { continue }
             for workload in Workload.runOrder where options.workloads.contains(workload) {
                 guard let rounds = measured[name]?[workload], !rounds.isEmpty else { continue }
                 var histogram = LatencyHistogram()
@@ -102,8 +113,12 @@ public func runBench(_ options: BenchOptions, output: (String) -> Void) async th
     if options.streamingRecords > 0 {
         for pair in pairs where pair.engine == "sqlite" || pair.engine == "gdbm" {
             output("streaming check, \(pair.engine): loading \(options.streamingRecords) records")
-            let check = try await streamingCheck(engine: pair.engine, options: options, base: base)
-            streaming.append(check)
+            do {
+                streaming.append(try await streamingCheck(engine: pair.engine, options: options, base: base))
+            } catch {
+                failures["streaming check, \(pair.engine)"] = "\(error)"
+                output("streaming check, \(pair.engine): FAILED: \(error)")
+            }
         }
     }
 
@@ -116,6 +131,7 @@ public func runBench(_ options: BenchOptions, output: (String) -> Void) async th
         "Peak RSS: /proc/self/status VmHWM, reset through /proc/self/clear_refs (after malloc_trim) before each of a target's rounds; it includes the process's own baseline.",
     ]
     if benchBuildMode == "debug" { notes.append("DEBUG BUILD: these figures are not representative.") }
+    for (name, error) in failures.sorted(by: { $0.key < $1.key }) { notes.append("FAILED: \(name): \(error); its figures are left out.") }
     let memory = pairs.flatMap(\.targets).map { MemoryResult(target: $0.displayName, peakRSSBytes: peaks[$0.displayName], method: "VmHWM after clear_refs, per target, max over rounds") }
 
     let formatter = ISO8601DateFormatter()
