@@ -30,12 +30,20 @@ let package = Package(
         // The executable contract every driver runs (no test framework inside).
         .target(name: "DepotConformance", dependencies: ["DepotCore", "DepotMemory"], swiftSettings: settings),
         // The umbrella: re-exports the core and registers the built-in drivers.
-        .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory"], swiftSettings: settings),
+        .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory", "DepotSQLite"], swiftSettings: settings),
         .executableTarget(
             name: "DepotCLI",
             dependencies: ["Depot", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: settings
         ),
+        // --- branch sqlite: the SQLite driver ---
+        // libsqlite3 from the system (apt: libsqlite3-dev).
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // Calls Swift cannot make itself (the variadic sqlite3_db_config, SQLITE_TRANSIENT).
+        .target(name: "CSQLiteShim", dependencies: ["CSQLite"]),
+        .target(name: "DepotSQLite", dependencies: ["DepotCore", "CSQLite", "CSQLiteShim"], swiftSettings: settings),
+        .testTarget(name: "DepotSQLiteTests", dependencies: ["DepotSQLite", "DepotConformance", "DepotCore"], swiftSettings: settings),
+        // --- end branch sqlite ---
         // Commits transactions until killed; the crash tests of every driver run it.
         .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot"], swiftSettings: settings),
         // bench branch: the engine of `depot bench` (workloads, raw baselines, report, chart).

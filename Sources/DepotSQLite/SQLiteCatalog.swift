@@ -1,0 +1,168 @@
+import DepotCore
+import Foundation
+
+/// Quotes a SQL identifier: wraps it in double quotes and doubles embedded quotes.
+func quoteIdentifier(_ name: String) -> String {
+    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}
+
+/// Quotes a SQL string literal (used only for identifier-derived constants in DDL, such as
+/// the tag patterns of expression indexes; record values are always bound).
+func quoteLiteral(_ text: String) -> String {
+    "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+}
+
+/// Names of the driver's own tables and columns.
+enum SQLiteLayout {
+    /// One row per collection: name, table, id kind and the JSON described by ``CollectionInfo``.
+    static let collectionsTable = "_depotsys_collections"
+    /// Key/value rows: `format` (the layout version) and `generation` (bumped on every change
+    /// of the catalog, so connections know when to reload it).
+    static let metaTable = "_depotsys_meta"
+    /// The per-row type tags column of every collection table.
+    static let tagColumn = "_depot_t"
+    /// The layout version this driver writes and reads.
+    static let format: Int64 = 1
+
+    static let bootstrapSQL = """
+        CREATE TABLE IF NOT EXISTS "_depotsys_meta"(key TEXT PRIMARY KEY NOT NULL, value) WITHOUT ROWID;
+        INSERT OR IGNORE INTO "_depotsys_meta"(key, value) VALUES ('format', 1), ('generation', 0);
+        CREATE TABLE IF NOT EXISTS "_depotsys_collections"(name TEXT PRIMARY KEY NOT NULL, tbl TEXT NOT NULL, id_kind TEXT NOT NULL, info TEXT NOT NULL) WITHOUT ROWID;
+        """
+    static let generationSQL = #"SELECT value FROM "_depotsys_meta" WHERE key = 'generation'"#
+    static let bumpGenerationSQL = #"UPDATE "_depotsys_meta" SET value = value + 1 WHERE key = 'generation'"#
+}
+
+/// What Depot stores about a collection beyond its table (as JSON in `_depotsys_collections.info`).
+struct CollectionInfo: Codable, Sendable {
+    var uniqueConstraints: [UniqueConstraint]
+    var indexes: [IndexDefinition]
+    /// Constraint or index name → the SQL index that implements it.
+    var sqlIndexes: [String: String]
+    /// Field name → column name (the same unless names collide ignoring case).
+    var columns: [String: String]
+}
+
+/// A collection as the driver sees it: immutable, with the SQL it needs prepared as text.
+final class CollectionMeta: Sendable {
+    let name: CollectionName
+    let table: String
+    let idKind: IDKind
+    let info: CollectionInfo
+    /// Fields in column order, matching the column positions of ``selectSQL`` from 2 on.
+    let fields: [String]
+    let columns: [String]
+    /// Field → position in ``fields``.
+    let position: [String: Int]
+    /// Column → field, for type tags.
+    let fieldOfColumn: [String: String]
+    let quotedTable: String
+    /// `SELECT "id", "_depot_t", columns... FROM "table"`
+    let selectSQL: String
+    /// `INSERT INTO "table"("id", "_depot_t", columns...) VALUES (?, ...)`
+    let insertSQL: String
+    /// `UPDATE "table" SET "_depot_t" = ?, columns... = ? WHERE "id" = ?`
+    let updateSQL: String
+    /// `SELECT ... WHERE "id" = ?`
+    let getSQL: String
+    /// `SELECT 1 FROM "table" WHERE "id" = ?`
+    let existsSQL: String
+    /// `DELETE FROM "table" WHERE "id" = ?`
+    let deleteSQL: String
+
+    init(name: CollectionName, table: String, idKind: IDKind, info: CollectionInfo) {
+        self.name = name
+        self.table = table
+        self.idKind = idKind
+        self.info = info
+        let ordered = info.columns.sorted { $0.value.utf8.lexicographicallyPrecedes($1.value.utf8) }
+        fields = ordered.map(\.key)
+        columns = ordered.map(\.value)
+        var position: [String: Int] = [:]
+        var fieldOfColumn: [String: String] = [:]
+        for (index, pair) in ordered.enumerated() {
+            position[pair.key] = index
+            fieldOfColumn[pair.value] = pair.key
+        }
+        self.position = position
+        self.fieldOfColumn = fieldOfColumn
+        quotedTable = quoteIdentifier(table)
+        let quotedColumns = ["id", SQLiteLayout.tagColumn].map(quoteIdentifier) + columns.map(quoteIdentifier)
+        selectSQL = "SELECT " + quotedColumns.joined(separator: ", ") + " FROM " + quotedTable
+        insertSQL = "INSERT INTO \(quotedTable)(" + quotedColumns.joined(separator: ", ") + ") VALUES ("
+            + Array(repeating: "?", count: quotedColumns.count).joined(separator: ", ") + ")"
+        getSQL = selectSQL + " WHERE \"id\" = ?"
+        existsSQL = "SELECT 1 FROM \(quotedTable) WHERE \"id\" = ?"
+        deleteSQL = "DELETE FROM \(quotedTable) WHERE \"id\" = ?"
+        updateSQL = "UPDATE \(quotedTable) SET " + quotedColumns.dropFirst().map { "\($0) = ?" }.joined(separator: ", ") + " WHERE \"id\" = ?"
+    }
+
+    var schema: CollectionSchema {
+        CollectionSchema(name: name, idKind: idKind, uniqueConstraints: info.uniqueConstraints, indexes: info.indexes)
+    }
+
+    func replacing(info: CollectionInfo) -> CollectionMeta {
+        CollectionMeta(name: name, table: table, idKind: idKind, info: info)
+    }
+
+    /// The constraint or index implemented by a SQL index.
+    func constraintName(forSQLIndex sqlName: String) -> String? {
+        info.sqlIndexes.first { $0.value.lowercased() == sqlName.lowercased() }?.key
+    }
+}
+
+/// Every collection of a store at one catalog generation.
+struct Catalog: Sendable {
+    var generation: Int64
+    var collections: [CollectionName: CollectionMeta]
+
+    /// Reads the catalog through `connection` (inside its current transaction).
+    /// - Throws: `.corrupted` when the metadata is not Depot's; SQLite errors.
+    static func load(_ connection: SQLiteConnection, generation: Int64) throws -> Catalog {
+        var collections: [CollectionName: CollectionMeta] = [:]
+        let decoder = JSONDecoder()
+        try connection.query(#"SELECT name, tbl, id_kind, info FROM "_depotsys_collections""#) { row in
+            guard case .text(let nameText) = row.value(0), case .text(let table) = row.value(1),
+                case .text(let kindText) = row.value(2), case .text(let infoText) = row.value(3),
+                let name = try? CollectionName(validating: nameText), let idKind = IDKind(rawValue: kindText),
+                !table.isEmpty, !table.utf8.contains(0),
+                let info = try? decoder.decode(CollectionInfo.self, from: Data(infoText.utf8)),
+                info.columns.allSatisfy({ FieldName.isValid($0.key) && !$0.value.isEmpty && !$0.value.utf8.contains(0) })
+            else {
+                throw DepotError(.corrupted, "The SQLite store's collection metadata is damaged or not Depot's.")
+            }
+            collections[name] = CollectionMeta(name: name, table: table, idKind: idKind, info: info)
+            return true
+        }
+        return Catalog(generation: generation, collections: collections)
+    }
+
+    /// The catalog generation visible in the connection's current transaction.
+    static func currentGeneration(_ connection: SQLiteConnection) throws -> Int64 {
+        guard case .int(let generation) = try connection.scalar(SQLiteLayout.generationSQL) else {
+            throw DepotError(.corrupted, "The SQLite store's metadata table is damaged or not Depot's.")
+        }
+        return generation
+    }
+}
+
+/// Picks SQL names that do not collide, ignoring case, with names already taken.
+enum SQLNaming {
+    /// `base`, or `base_2`, `base_3`... whichever is free (compared ignoring ASCII case).
+    static func fresh(_ base: String, taken: Set<String>) -> String {
+        if !taken.contains(base.lowercased()) { return base }
+        var n = 2
+        while taken.contains("\(base)_\(n)".lowercased()) { n += 1 }
+        return "\(base)_\(n)"
+    }
+
+    /// Every table, index, view and trigger name in the database, lowercased.
+    static func schemaNames(_ connection: SQLiteConnection) throws -> Set<String> {
+        var names = Set<String>()
+        try connection.query("SELECT name FROM sqlite_schema") { row in
+            if case .text(let name) = row.value(0) { names.insert(name.lowercased()) }
+            return true
+        }
+        return names
+    }
+}

@@ -1,0 +1,238 @@
+import CSQLite
+import CSQLiteShim
+import DepotCore
+import Foundation
+
+/// A value bound to or read from a SQL statement.
+enum SQLValue {
+    case null
+    case int(Int64)
+    case double(Double)
+    case text(String)
+    case blob(Data)
+}
+
+/// One sqlite3 connection and its prepared-statement cache.
+///
+/// Not thread-safe: a connection is used only on the ``ConnectionThread`` that owns it.
+final class SQLiteConnection {
+    let db: OpaquePointer
+    private var cache: [String: OpaquePointer] = [:]
+    private static let cacheLimit = 256
+    private(set) var isClosed = false
+
+    /// Opens (creating if asked) the database at `path`, hardened and configured.
+    /// - Throws: `.io`, `.corrupted`, `.locked` as SQLite reports.
+    init(path: String, create: Bool, busyTimeoutMilliseconds: Int32) throws {
+        var handle: OpaquePointer?
+        var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        if create { flags |= SQLITE_OPEN_CREATE }
+        let rc = sqlite3_open_v2(path, &handle, flags, nil)
+        guard let handle else {
+            throw DepotError(.io, "SQLite could not allocate a connection.", cause: SQLiteResult(extendedCode: rc, message: "open"))
+        }
+        guard rc == SQLITE_OK else {
+            let message = String(cString: sqlite3_errmsg(handle))
+            let code = sqlite3_extended_errcode(handle)
+            sqlite3_close_v2(handle)
+            throw SQLiteErrorMapping.error(code: code, message: message)
+        }
+        db = handle
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
+        let hardened = depot_sqlite_harden(db)
+        guard hardened == SQLITE_OK else {
+            let error = SQLiteErrorMapping.error(code: hardened, message: "hardening the connection")
+            sqlite3_close_v2(db)
+            throw error
+        }
+        do {
+            try execute("PRAGMA trusted_schema = OFF")
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        for (_, statement) in cache { sqlite3_finalize(statement) }
+        cache.removeAll()
+        sqlite3_close_v2(db)
+    }
+
+    /// The error for the connection's last failed call.
+    func lastError(_ rc: Int32, sql: String?) -> DepotError {
+        let code = sqlite3_extended_errcode(db)
+        let message = String(cString: sqlite3_errmsg(db))
+        return SQLiteErrorMapping.error(code: code == SQLITE_OK ? rc : code, message: message, sql: sql)
+    }
+
+    /// Runs SQL without parameters or results (one or more statements).
+    func execute(_ sql: String) throws {
+        let rc = sqlite3_exec(db, sql, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw lastError(rc, sql: sql) }
+    }
+
+    /// A prepared statement for `sql`: the cached one, or a one-off statement when the cached
+    /// one is in use by an enclosing loop (a query run inside another query's row callback).
+    /// Call ``Statement/finish()`` after use.
+    func statement(_ sql: String) throws -> Statement {
+        if let cached = cache[sql] {
+            if sqlite3_stmt_busy(cached) == 0 { return Statement(handle: cached, connection: self, sql: sql, transient: false) }
+            return Statement(handle: try prepare(sql, persistent: false), connection: self, sql: sql, transient: true)
+        }
+        let handle = try prepare(sql, persistent: true)
+        if cache.count >= SQLiteConnection.cacheLimit {
+            // Statements stepping in an enclosing loop stay; the others are finalized.
+            for (text, old) in cache where sqlite3_stmt_busy(old) == 0 {
+                sqlite3_finalize(old)
+                cache[text] = nil
+            }
+        }
+        cache[sql] = handle
+        return Statement(handle: handle, connection: self, sql: sql, transient: false)
+    }
+
+    private func prepare(_ sql: String, persistent: Bool) throws -> OpaquePointer {
+        var handle: OpaquePointer?
+        let rc = sqlite3_prepare_v3(db, sql, -1, persistent ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0, &handle, nil)
+        guard rc == SQLITE_OK, let handle else {
+            if let handle { sqlite3_finalize(handle) }
+            throw lastError(rc, sql: sql)
+        }
+        return handle
+    }
+
+    /// Runs a cached statement without parameters or results (BEGIN, COMMIT, ...).
+    func executeCached(_ sql: String) throws {
+        let statement = try self.statement(sql)
+        defer { statement.finish() }
+        while try statement.step() {}
+    }
+
+    /// Runs a statement that returns no rows; returns the number of rows it changed.
+    @discardableResult
+    func run(_ sql: String, _ parameters: [SQLValue] = []) throws -> Int {
+        let statement = try self.statement(sql)
+        defer { statement.finish() }
+        try statement.bind(parameters)
+        while try statement.step() {}
+        return Int(sqlite3_changes64(db))
+    }
+
+    /// Runs a query, calling `row` for each result row until it returns `false`.
+    func query(_ sql: String, _ parameters: [SQLValue] = [], _ row: (Statement) throws -> Bool) throws {
+        let statement = try self.statement(sql)
+        defer { statement.finish() }
+        try statement.bind(parameters)
+        while try statement.step() {
+            if try !row(statement) { break }
+        }
+    }
+
+    /// The first column of the first row, or `nil` when there is no row.
+    func scalar(_ sql: String, _ parameters: [SQLValue] = []) throws -> SQLValue? {
+        var value: SQLValue?
+        try query(sql, parameters) { row in
+            value = row.value(0)
+            return false
+        }
+        return value
+    }
+
+    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(db) }
+}
+
+/// A prepared statement borrowed from a connection's cache.
+struct Statement {
+    let handle: OpaquePointer
+    unowned let connection: SQLiteConnection
+    let sql: String
+    /// A one-off statement, finalized by ``finish()`` instead of returning to the cache.
+    let transient: Bool
+
+    func bind(_ parameters: [SQLValue]) throws {
+        for (offset, value) in parameters.enumerated() {
+            try bind(value, at: Int32(offset + 1))
+        }
+    }
+
+    func bind(_ value: SQLValue, at index: Int32) throws {
+        let rc: Int32
+        switch value {
+        case .null: rc = sqlite3_bind_null(handle, index)
+        case .int(let i): rc = sqlite3_bind_int64(handle, index, i)
+        case .double(let d): rc = sqlite3_bind_double(handle, index, d)
+        case .text(let s):
+            var s = s
+            rc = s.withUTF8 { buffer in
+                guard buffer.count <= Int(Int32.max) else { return SQLITE_TOOBIG }
+                // The shim binds '' (not NULL) when the buffer has no address.
+                return buffer.withMemoryRebound(to: CChar.self) { chars in
+                    depot_sqlite_bind_text(handle, index, chars.baseAddress, Int32(buffer.count))
+                }
+            }
+        case .blob(let data):
+            guard data.count <= Int(Int32.max) else { throw DepotError(.invalidValue, "A bytes value is too large for SQLite.") }
+            if data.isEmpty {
+                rc = sqlite3_bind_zeroblob(handle, index, 0)
+            } else {
+                rc = data.withUnsafeBytes { raw in depot_sqlite_bind_blob(handle, index, raw.baseAddress, Int32(raw.count)) }
+            }
+        }
+        guard rc == SQLITE_OK else { throw connection.lastError(rc, sql: sql) }
+    }
+
+    /// Steps once: `true` when a row is ready, `false` when done.
+    func step() throws -> Bool {
+        let rc = sqlite3_step(handle)
+        if rc == SQLITE_ROW { return true }
+        if rc == SQLITE_DONE { return false }
+        throw connection.lastError(rc, sql: sql)
+    }
+
+    /// Ends a use: resets a cached statement (and clears its bindings), finalizes a one-off.
+    func finish() {
+        if transient {
+            sqlite3_finalize(handle)
+        } else {
+            sqlite3_reset(handle)
+            sqlite3_clear_bindings(handle)
+        }
+    }
+
+    // MARK: Reading columns
+
+    func type(_ column: Int32) -> Int32 { sqlite3_column_type(handle, column) }
+    func int(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+    func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
+
+    func text(_ column: Int32) -> String {
+        guard let pointer = sqlite3_column_text(handle, column) else { return "" }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+    }
+
+    func blob(_ column: Int32) -> Data {
+        let count = Int(sqlite3_column_bytes(handle, column))
+        guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return Data() }
+        return Data(bytes: pointer, count: count)
+    }
+
+    func value(_ column: Int32) -> SQLValue {
+        switch type(column) {
+        case SQLITE_INTEGER: return .int(int(column))
+        case SQLITE_FLOAT: return .double(double(column))
+        case SQLITE_TEXT: return .text(text(column))
+        case SQLITE_BLOB: return .blob(blob(column))
+        default: return .null
+        }
+    }
+}
+
+/// The number of result columns of a statement.
+func columnCount(_ statement: Statement) -> Int32 { sqlite3_column_count(statement.handle) }

@@ -1,0 +1,329 @@
+import CSQLite
+import DepotCore
+import Foundation
+import Synchronization
+
+/// A driver over one SQLite database file (libsqlite3's C API), with one table per
+/// collection and one column per top-level field, so a person can read the data with the
+/// `sqlite3` shell. Docs/SQLiteDriver.md describes the layout, type mapping, query
+/// translation, concurrency and error mapping.
+///
+/// - Every query runs in SQLite: filter, sort and paging are translated to SQL with the
+///   exact semantics of ``QueryEvaluator`` (see ``QueryPlan/detail`` for the SQL).
+/// - WAL mode: one writer connection (`BEGIN IMMEDIATE`), a small pool of reader
+///   connections that each see one snapshot. Every blocking sqlite3 call runs on the
+///   driver's own threads, one per connection, never on Swift's cooperative pool.
+/// - Durability `full` (the default) is `synchronous=FULL`; `normal` is `synchronous=NORMAL`.
+/// - Other processes may open the same file: a writer waits up to the busy timeout
+///   (5000 ms by default) for another writer, then fails with `.locked`.
+///
+/// ```swift
+/// let driver = try await SQLiteDriver(path: "app.sqlite")
+/// try await driver.write { tx in try tx.insert(Record(id: 1, fields: ["n": 1]), into: users) }
+/// ```
+public final class SQLiteDriver: StorageDriver {
+    /// `"sqlite"`.
+    public let backendName = "sqlite"
+    /// Everything: persistence, transactions, snapshot reads, unique constraints, assigned
+    /// ids, streaming and several processes on one file.
+    public var capabilities: DriverCapabilities { .complete }
+
+    /// The database path, or `:memory:`.
+    public let path: String
+    /// The durability the store was opened with.
+    public let durability: Durability
+    let busyTimeout: Int32
+    let isMemory: Bool
+
+    private let writer: ConnectionThread
+    private let pool = Mutex(ReaderPool())
+    private let cachedCatalog = Mutex<Catalog?>(nil)
+    private let closed = Mutex(false)
+
+    struct ReaderPool {
+        var idle: [ConnectionThread] = []
+        var closed = false
+    }
+
+    /// The most idle reader connections kept open.
+    static let idleReaderLimit = 4
+
+    /// Opens (creating if missing) the database at `path`; `":memory:"` makes a private
+    /// in-memory database.
+    ///
+    /// Opening runs `PRAGMA quick_check`, switches to WAL mode and creates Depot's
+    /// metadata tables if they are missing.
+    /// - Parameters:
+    ///   - durability: `.full` (synchronous FULL) or `.normal` (synchronous NORMAL).
+    ///   - busyTimeoutMilliseconds: how long a connection waits for a lock held elsewhere.
+    /// - Throws: ``DepotError`` `.corrupted` for a damaged or non-SQLite file, `.io` when the
+    ///   file cannot be opened or created, `.locked` when another process holds it too long,
+    ///   `.schemaMismatch` when a newer Depot wrote the file, `.invalidStore` for a bad path.
+    public init(path: String, durability: Durability = .full, busyTimeoutMilliseconds: Int = 5000) async throws {
+        guard !path.isEmpty, !path.utf8.contains(0) else {
+            throw DepotError(.invalidStore, "A SQLite store needs a file path: write 'sqlite:PATH' or 'sqlite::memory:'.")
+        }
+        guard busyTimeoutMilliseconds >= 0, busyTimeoutMilliseconds <= Int(Int32.max) else {
+            throw DepotError(.invalidStore, "Option busy_timeout_ms must be between 0 and \(Int32.max).")
+        }
+        let isMemory = path == ":memory:"
+        // Never let a path be read as a URI filename.
+        let filePath = !isMemory && path.hasPrefix("file:") ? "./" + path : path
+        self.path = path
+        self.durability = durability
+        self.isMemory = isMemory
+        let busy = Int32(busyTimeoutMilliseconds)
+        self.busyTimeout = busy
+        self.filePath = filePath
+        writer = try await ConnectionThread.start(name: "depot.sqlite.writer") {
+            let connection = try SQLiteConnection(path: filePath, create: true, busyTimeoutMilliseconds: busy)
+            try SQLiteDriver.setUp(writer: connection, durability: durability, isMemory: isMemory)
+            return connection
+        }
+    }
+
+    private let filePath: String
+
+    /// Opens the store a parsed `sqlite:` store string names.
+    ///
+    /// `sqlite:PATH?durability=full|normal&busy_timeout_ms=N`, or `sqlite::memory:`.
+    /// - Throws: `.invalidStore` for unknown options or bad values, and what ``init(path:durability:busyTimeoutMilliseconds:)`` throws.
+    public convenience init(_ location: StoreLocation) async throws {
+        try location.rejectUnknownOptions(["durability", "busy_timeout_ms"])
+        let durability = try location.durability()
+        var busy = 5000
+        if let text = location.options["busy_timeout_ms"] {
+            guard let value = Int(text), value >= 0, value <= Int(Int32.max) else {
+                throw DepotError(.invalidStore, "Option busy_timeout_ms must be a whole number of milliseconds.")
+            }
+            busy = value
+        }
+        try await self.init(path: location.path, durability: durability, busyTimeoutMilliseconds: busy)
+    }
+
+    /// Registers the `sqlite` scheme: `sqlite:PATH` and `sqlite::memory:`, with options
+    /// `durability=full|normal` and `busy_timeout_ms=N`.
+    public static func register(in registry: inout DriverRegistry) {
+        registry.register("sqlite") { location in try await SQLiteDriver(location) }
+    }
+
+    deinit {
+        writer.stop()
+        for reader in pool.withLock({ $0.idle }) { reader.stop() }
+    }
+
+    // MARK: Opening
+
+    static func setUp(writer connection: SQLiteConnection, durability: Durability, isMemory: Bool) throws {
+        if !isMemory {
+            var problems: [String] = []
+            try connection.query("PRAGMA quick_check") { row in
+                if case .text(let line) = row.value(0) { problems.append(line) }
+                return true
+            }
+            guard problems == ["ok"] else {
+                throw DepotError(.corrupted, "The SQLite file failed its quick check.", detail: problems.prefix(5).joined(separator: "; "))
+            }
+            guard case .text(let mode) = try connection.scalar("PRAGMA journal_mode = WAL"), mode.lowercased() == "wal" else {
+                throw DepotError(.io, "The SQLite file could not be switched to WAL mode.")
+            }
+        }
+        try connection.execute("PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
+        try connection.executeCached("BEGIN IMMEDIATE")
+        do {
+            try connection.execute(SQLiteLayout.bootstrapSQL)
+            guard case .int(let format) = try connection.scalar(#"SELECT value FROM "_depotsys_meta" WHERE key = 'format'"#) else {
+                throw DepotError(.corrupted, "The SQLite store's metadata table is damaged or not Depot's.")
+            }
+            guard format <= SQLiteLayout.format else {
+                throw DepotError(.schemaMismatch, "The SQLite store was written by a newer Depot (layout \(format); this one reads \(SQLiteLayout.format)).")
+            }
+            _ = try Catalog.load(connection, generation: try Catalog.currentGeneration(connection))
+            try connection.executeCached("COMMIT")
+        } catch {
+            try? connection.executeCached("ROLLBACK")
+            throw error
+        }
+    }
+
+    // MARK: Transactions
+
+    private func checkOpen() throws {
+        if closed.withLock({ $0 }) { throw DepotError(.closed, "The SQLite store is closed.") }
+    }
+
+    /// The catalog at the generation the connection's transaction sees.
+    private func catalog(for connection: SQLiteConnection) throws -> Catalog {
+        let generation = try Catalog.currentGeneration(connection)
+        if let cached = cachedCatalog.withLock({ $0 }), cached.generation == generation { return cached }
+        let loaded = try Catalog.load(connection, generation: generation)
+        cachedCatalog.withLock { current in
+            if (current?.generation ?? Int64.min) < generation { current = loaded }
+        }
+        return loaded
+    }
+
+    /// Runs a read transaction on `connection` (on its thread).
+    private func runRead<T>(_ connection: SQLiteConnection, _ body: (SQLiteTransaction) throws -> T) throws -> T {
+        try connection.executeCached("BEGIN")
+        do {
+            let transaction = SQLiteTransaction(connection: connection, catalog: try catalog(for: connection), writable: false)
+            defer { transaction.isValid = false }
+            let result = try body(transaction)
+            try connection.executeCached("COMMIT")
+            return result
+        } catch {
+            try? connection.executeCached("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Runs `body` with a reader connection on its own thread (the writer for `:memory:`).
+    private func withReader<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+        try checkOpen()
+        if isMemory { return try await writer.run(body) }
+        let reader = try await acquireReader()
+        do {
+            let result = try await reader.run(body)
+            release(reader)
+            return result
+        } catch {
+            release(reader)
+            throw error
+        }
+    }
+
+    private func acquireReader() async throws -> ConnectionThread {
+        if let idle = pool.withLock({ $0.idle.popLast() }) { return idle }
+        let filePath = self.filePath, busy = busyTimeout
+        return try await ConnectionThread.start(name: "depot.sqlite.reader") {
+            let connection = try SQLiteConnection(path: filePath, create: false, busyTimeoutMilliseconds: busy)
+            try connection.execute("PRAGMA query_only = ON")
+            return connection
+        }
+    }
+
+    private func release(_ reader: ConnectionThread) {
+        let keep = pool.withLock { pool -> Bool in
+            guard !pool.closed, pool.idle.count < SQLiteDriver.idleReaderLimit else { return false }
+            pool.idle.append(reader)
+            return true
+        }
+        if !keep { reader.stop() }
+    }
+
+    /// Runs `body` in a read transaction on a reader connection (its own thread): `BEGIN`,
+    /// so the whole closure sees one snapshot while writers commit.
+    /// - Throws: what `body` throws; `.closed`, `.io`, `.corrupted`, `.locked`.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (any ReadTransaction) throws -> T) async throws -> T {
+        try await withReader { connection in try self.runRead(connection) { try body($0) } }
+    }
+
+    /// Runs `body` in a write transaction on the writer connection (its own thread):
+    /// `BEGIN IMMEDIATE` … `COMMIT`, `ROLLBACK` when `body` throws. Durable per
+    /// ``durability`` when it returns.
+    /// - Throws: what `body` throws; `.closed`, `.locked` (another process kept the write
+    ///   lock past the busy timeout), `.io`, `.corrupted`.
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any WriteTransaction) throws -> T) async throws -> T {
+        try checkOpen()
+        return try await writer.run { connection in
+            try connection.executeCached("BEGIN IMMEDIATE")
+            let transaction: SQLiteTransaction
+            let result: T
+            do {
+                transaction = SQLiteTransaction(connection: connection, catalog: try self.catalog(for: connection), writable: true)
+                defer { transaction.isValid = false }
+                result = try body(transaction)
+                try connection.executeCached("COMMIT")
+            } catch {
+                try? connection.executeCached("ROLLBACK")
+                throw error
+            }
+            if transaction.catalogChanged {
+                let catalog = transaction.catalog
+                self.cachedCatalog.withLock { current in
+                    if (current?.generation ?? Int64.min) < catalog.generation { current = catalog }
+                }
+            }
+            return result
+        }
+    }
+
+    /// Streams the results of `query`: a reader connection steps the statement on its own
+    /// thread inside one read transaction, blocked while the consumer's buffer is full.
+    /// Failures (`.closed`, `.invalidQuery`, SQLite errors) end the stream with an error.
+    public func stream(_ query: Query, from collection: CollectionName) -> RecordStream {
+        do {
+            try checkOpen()
+            try query.validate()
+        } catch {
+            return RecordStream(failing: DepotError.wrap(error))
+        }
+        if isMemory {
+            // One connection only: collect on it, then hand the records over from a
+            // plain thread, so a slow consumer never holds the connection.
+            return RecordStream { sink in
+                let records = try await self.read { tx in try tx.query(query, in: collection) }
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    let thread = Thread {
+                        do {
+                            for record in records { try sink.send(record) }
+                            continuation.resume()
+                        } catch {
+                            continuation.resume(throwing: error)
+                        }
+                    }
+                    thread.start()
+                }
+            }
+        }
+        return RecordStream { sink in
+            try await self.withReader { connection in
+                try self.runRead(connection) { transaction in
+                    try transaction.forEach(query, in: collection) { record in
+                        try sink.send(record)
+                        return true
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs `PRAGMA integrity_check` and checks that every collection's table exists.
+    /// - Returns: the problems found; empty when the store is sound.
+    /// - Throws: `.closed`, `.corrupted`, `.io`.
+    public func integrityCheck() async throws -> [String] {
+        try await withReader { connection in
+            var problems: [String] = []
+            try self.runRead(connection) { transaction in
+                try connection.query("PRAGMA integrity_check") { row in
+                    if case .text(let line) = row.value(0), line != "ok" { problems.append(line) }
+                    return true
+                }
+                let tables = try SQLNaming.schemaNames(connection)
+                for name in try transaction.collectionNames() {
+                    guard let meta = transaction.catalog.collections[name] else { continue }
+                    if !tables.contains(meta.table.lowercased()) { problems.append("\(name): table '\(meta.table)' is missing") }
+                }
+            }
+            return problems
+        }
+    }
+
+    /// Finishes queued work, closes every connection and stops the driver's threads. Later
+    /// calls throw `.closed`; closing twice is harmless.
+    public func close() async throws {
+        let wasClosed = closed.withLock { value -> Bool in
+            defer { value = true }
+            return value
+        }
+        if wasClosed { return }
+        let idle = pool.withLock { pool -> [ConnectionThread] in
+            pool.closed = true
+            defer { pool.idle = [] }
+            return pool.idle
+        }
+        for reader in idle { await reader.shutdown() }
+        await writer.shutdown()
+    }
+}

@@ -1,0 +1,445 @@
+import CSQLite
+import DepotCore
+import Foundation
+
+/// A read or write transaction on one connection, valid only inside its closure.
+final class SQLiteTransaction: WriteTransaction {
+    let connection: SQLiteConnection
+    private(set) var catalog: Catalog
+    let writable: Bool
+    var isValid = true
+    /// `true` once this transaction changed the catalog (the driver publishes it on commit).
+    private(set) var catalogChanged = false
+
+    init(connection: SQLiteConnection, catalog: Catalog, writable: Bool) {
+        self.connection = connection
+        self.catalog = catalog
+        self.writable = writable
+    }
+
+    private func checkValid() throws {
+        guard isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
+    }
+
+    private func checkWritable() throws {
+        try checkValid()
+        guard writable else { throw DepotError(.unsupported, "Writes need a write transaction.") }
+    }
+
+    // MARK: Reading
+
+    func collectionNames() throws -> [CollectionName] {
+        try checkValid()
+        return catalog.collections.keys.sorted()
+    }
+
+    func schema(of collection: CollectionName) throws -> CollectionSchema? {
+        try checkValid()
+        return catalog.collections[collection]?.schema
+    }
+
+    func get(_ id: RecordID, from collection: CollectionName) throws -> Record? {
+        try checkValid()
+        guard let meta = catalog.collections[collection], id.kind == meta.idKind else { return nil }
+        var found: Record?
+        try connection.query(meta.getSQL, [Self.idValue(id)]) { row in
+            found = try Self.decode(row, meta)
+            return false
+        }
+        return found
+    }
+
+    func forEach(_ query: Query, in collection: CollectionName, _ body: (Record) throws -> Bool) throws {
+        try checkValid()
+        try query.validate()
+        guard let meta = catalog.collections[collection] else { return }
+        var translator = SQLiteQueryTranslator(meta: meta)
+        let sql = translator.select(query)
+        if writable {
+            // The results as of the call, as in every driver, even if `body` writes to the
+            // same table while we iterate.
+            var records: [Record] = []
+            try connection.query(sql, translator.parameters) { row in
+                records.append(try Self.decode(row, meta))
+                return true
+            }
+            for record in records where try !body(record) { break }
+            return
+        }
+        try connection.query(sql, translator.parameters) { row in
+            try body(try Self.decode(row, meta))
+        }
+    }
+
+    func count(_ filter: Filter, in collection: CollectionName) throws -> Int {
+        try checkValid()
+        try filter.validate()
+        guard let meta = catalog.collections[collection] else { return 0 }
+        var translator = SQLiteQueryTranslator(meta: meta)
+        let condition = translator.filter(filter)
+        var sql = "SELECT count(*) FROM \(meta.quotedTable)"
+        if condition != "1" { sql += " WHERE " + condition }
+        guard case .int(let n) = try connection.scalar(sql, translator.parameters) else { return 0 }
+        return Int(n)
+    }
+
+    func explain(_ query: Query, in collection: CollectionName) throws -> QueryPlan {
+        try checkValid()
+        try query.validate()
+        guard let meta = catalog.collections[collection] else {
+            return QueryPlan(backend: "sqlite", filterInEngine: true, sortInEngine: true, pagingInEngine: true, detail: "collection \(collection) does not exist: no rows")
+        }
+        var translator = SQLiteQueryTranslator(meta: meta)
+        let sql = translator.select(query)
+        var steps: [String] = []
+        var indexes: [String] = []
+        try connection.query("EXPLAIN QUERY PLAN " + sql, translator.parameters) { row in
+            if case .text(let step) = row.value(3) {
+                steps.append(step)
+                for marker in ["USING INDEX ", "USING COVERING INDEX "] {
+                    if let range = step.range(of: marker) {
+                        let name = step[range.upperBound...].prefix { $0 != " " }
+                        indexes.append(meta.constraintName(forSQLIndex: String(name)) ?? String(name))
+                    }
+                }
+            }
+            return true
+        }
+        return QueryPlan(
+            backend: "sqlite", filterInEngine: true, sortInEngine: true, pagingInEngine: true, indexesUsed: indexes,
+            detail: "SQL: \(sql); plan: \(steps.joined(separator: " | "))")
+    }
+
+    // MARK: Records
+
+    static func idValue(_ id: RecordID) -> SQLValue {
+        switch id {
+        case .int(let i): .int(i)
+        case .string(let s): .text(s)
+        }
+    }
+
+    /// Decodes a row of `meta.selectSQL`.
+    static func decode(_ row: Statement, _ meta: CollectionMeta) throws -> Record {
+        let id: RecordID
+        switch row.type(0) {
+        case SQLITE_INTEGER: id = .int(row.int(0))
+        case SQLITE_TEXT: id = .string(row.text(0))
+        default: throw DepotError(.corrupted, "A row of '\(meta.name)' has an id that is neither an integer nor text.", collection: meta.name.rawValue)
+        }
+        var tags: [String: UInt8] = [:]
+        if row.type(1) == SQLITE_TEXT {
+            for entry in row.text(1).split(separator: ",") {
+                guard let colon = entry.lastIndex(of: ":"), let tag = entry[entry.index(after: colon)...].utf8.first else { continue }
+                tags[String(entry[..<colon])] = tag
+            }
+        }
+        var fields: [String: FieldValue] = [:]
+        fields.reserveCapacity(meta.fields.count)
+        for index in meta.fields.indices {
+            let column = Int32(index + 2)
+            let value: FieldValue
+            switch row.type(column) {
+            case SQLITE_NULL: continue
+            case SQLITE_INTEGER:
+                let i = row.int(column)
+                if !tags.isEmpty, tags[meta.columns[index]] == UInt8(ascii: "b") { value = .bool(i != 0) } else { value = .int(i) }
+            case SQLITE_FLOAT: value = .double(row.double(column))
+            case SQLITE_TEXT:
+                if !tags.isEmpty, tags[meta.columns[index]] == UInt8(ascii: "j") {
+                    value = try NestedJSON.decode(row.text(column))
+                } else {
+                    value = .string(row.text(column))
+                }
+            default: value = .bytes(row.blob(column))
+            }
+            fields[meta.fields[index]] = value
+        }
+        return Record(id: id, fields: fields)
+    }
+
+    /// Binds a record for `meta.insertSQL` (id first) or `meta.updateSQL` (id last).
+    static func parameters(_ record: Record, _ meta: CollectionMeta, idFirst: Bool, id: SQLValue) -> [SQLValue] {
+        var values = [SQLValue](repeating: .null, count: meta.fields.count + 2)
+        var tags = ""
+        for (field, value) in record.fields {
+            guard let index = meta.position[field] else { continue }
+            switch value {
+            case .bool: tags += meta.columns[index] + ":b,"
+            case .array, .object: tags += meta.columns[index] + ":j,"
+            default: break
+            }
+            values[index + 2] = SQLiteQueryTranslator.sqlValue(value)
+        }
+        values[1] = tags.isEmpty ? .null : .text("," + tags)
+        if idFirst {
+            values[0] = id
+        } else {
+            values.removeFirst()
+            values.append(id)
+        }
+        return values
+    }
+
+    // MARK: Writing
+
+    func prepare(_ schema: CollectionSchema) throws {
+        try checkWritable()
+        try schema.validate()
+        try withSavepoint {
+            var meta: CollectionMeta
+            if let existing = catalog.collections[schema.name] {
+                guard existing.idKind == schema.idKind else {
+                    throw DepotError(.schemaMismatch, "Collection '\(schema.name)' uses \(existing.idKind) ids, not \(schema.idKind).", collection: schema.name.rawValue)
+                }
+                meta = existing
+            } else {
+                meta = try createCollection(schema.name, kind: schema.idKind)
+            }
+            let wanted = Set(schema.uniqueConstraints.flatMap(\.fields) + schema.indexes.flatMap(\.fields))
+            meta = try ensureColumns(wanted, meta)
+            var info = meta.info
+            // Drop SQL indexes whose definition is gone or changed.
+            let oldUnique = Dictionary(meta.info.uniqueConstraints.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+            let oldIndexes = Dictionary(meta.info.indexes.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+            let newUnique = Dictionary(schema.uniqueConstraints.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+            let newIndexes = Dictionary(schema.indexes.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+            for (name, sqlName) in info.sqlIndexes {
+                let keep = (oldUnique[name] != nil && oldUnique[name] == newUnique[name]) || (oldIndexes[name] != nil && oldIndexes[name] == newIndexes[name])
+                if !keep {
+                    try connection.execute("DROP INDEX IF EXISTS \(quoteIdentifier(sqlName))")
+                    info.sqlIndexes[name] = nil
+                }
+            }
+            var taken = try SQLNaming.schemaNames(connection)
+            for constraint in schema.uniqueConstraints where info.sqlIndexes[constraint.name] == nil {
+                let sqlName = SQLNaming.fresh(meta.table + "__" + constraint.name, taken: taken)
+                taken.insert(sqlName.lowercased())
+                var terms: [String] = []
+                for field in constraint.fields {
+                    guard let column = meta.position[field].map({ meta.columns[$0] }) else { continue }
+                    terms.append(quoteIdentifier(column))
+                    terms.append(Self.uniqueKindExpression(column))
+                }
+                do {
+                    try connection.execute("CREATE UNIQUE INDEX \(quoteIdentifier(sqlName)) ON \(meta.quotedTable)(\(terms.joined(separator: ", ")))")
+                } catch let error as DepotError where error.code == .uniqueViolation {
+                    throw DepotError(
+                        .uniqueViolation, "Existing records break unique constraint '\(constraint.name)'.",
+                        collection: schema.name.rawValue, constraint: constraint.name, cause: error.cause, detail: error.detail)
+                }
+                info.sqlIndexes[constraint.name] = sqlName
+            }
+            for index in schema.indexes where info.sqlIndexes[index.name] == nil {
+                let sqlName = SQLNaming.fresh(meta.table + "__" + index.name, taken: taken)
+                taken.insert(sqlName.lowercased())
+                let columns = index.fields.compactMap { meta.position[$0].map { quoteIdentifier(meta.columns[$0]) } }
+                try connection.execute("CREATE INDEX \(quoteIdentifier(sqlName)) ON \(meta.quotedTable)(\(columns.joined(separator: ", ")))")
+                info.sqlIndexes[index.name] = sqlName
+            }
+            info.uniqueConstraints = schema.uniqueConstraints
+            info.indexes = schema.indexes
+            try save(meta.replacing(info: info))
+        }
+    }
+
+    /// The expression a unique index adds after each column so that values SQLite would
+    /// call equal but Depot would not (a bool and an int, JSON text and a string) differ.
+    /// The tag patterns are built from validated column names, not from record values.
+    static func uniqueKindExpression(_ column: String) -> String {
+        let tags = "COALESCE(\(quoteIdentifier(SQLiteLayout.tagColumn)), '')"
+        return "(CASE WHEN instr(\(tags), \(quoteLiteral("," + column + ":b,"))) > 0 THEN 1 WHEN instr(\(tags), \(quoteLiteral("," + column + ":j,"))) > 0 THEN 2 ELSE 0 END)"
+    }
+
+    func dropCollection(_ collection: CollectionName) throws -> Bool {
+        try checkWritable()
+        guard let meta = catalog.collections[collection] else { return false }
+        try withSavepoint {
+            try connection.execute("DROP TABLE IF EXISTS \(meta.quotedTable)")
+            try connection.run(#"DELETE FROM "_depotsys_collections" WHERE name = ?"#, [.text(collection.rawValue)])
+            try bumpGeneration()
+            catalog.collections[collection] = nil
+        }
+        return true
+    }
+
+    func insert(_ record: Record, into collection: CollectionName) throws {
+        let record = record.withoutNulls
+        let meta = try metaForWrite(collection, kind: record.id.kind, fields: record.fields.keys)
+        let id = Self.idValue(record.id)
+        // Integer ids are the rowid, which SQLite checks before any unique index, so its
+        // PRIMARYKEY error is the answer; string ids are checked first (one index lookup).
+        if meta.idKind == .string, try exists(id, meta) {
+            throw DepotError(.alreadyExists, "A record with id \(record.id) exists.", collection: collection.rawValue, id: record.id)
+        }
+        try runWrite(meta.insertSQL, Self.parameters(record, meta, idFirst: true, id: id), meta, id: record.id)
+    }
+
+    func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID {
+        let record = Record(id: .int(0), fields: fields).withoutNulls
+        let meta = try metaForWrite(collection, kind: .int, fields: record.fields.keys)
+        do {
+            try runWrite(meta.insertSQL, Self.parameters(record, meta, idFirst: true, id: .null), meta, id: nil)
+        } catch let error as DepotError where error.code == .io && (error.cause as? SQLiteResult)?.primaryCode == SQLITE_FULL {
+            throw DepotError(.invalidValue, "No integer ids are left in '\(collection)'.", collection: collection.rawValue, cause: error.cause)
+        }
+        return .int(connection.lastInsertRowID)
+    }
+
+    func update(_ record: Record, in collection: CollectionName) throws {
+        let record = record.withoutNulls
+        try checkWritable()
+        if catalog.collections[collection] == nil {
+            throw DepotError(.notFound, "No record with id \(record.id).", collection: collection.rawValue, id: record.id)
+        }
+        let meta = try metaForWrite(collection, kind: record.id.kind, fields: record.fields.keys)
+        let id = Self.idValue(record.id)
+        guard try exists(id, meta) else {
+            throw DepotError(.notFound, "No record with id \(record.id).", collection: collection.rawValue, id: record.id)
+        }
+        try runWrite(meta.updateSQL, Self.parameters(record, meta, idFirst: false, id: id), meta, id: record.id)
+    }
+
+    func save(_ record: Record, into collection: CollectionName) throws -> WriteOutcome {
+        let record = record.withoutNulls
+        let meta = try metaForWrite(collection, kind: record.id.kind, fields: record.fields.keys)
+        let id = Self.idValue(record.id)
+        if try exists(id, meta) {
+            try runWrite(meta.updateSQL, Self.parameters(record, meta, idFirst: false, id: id), meta, id: record.id)
+            return .updated
+        }
+        try runWrite(meta.insertSQL, Self.parameters(record, meta, idFirst: true, id: id), meta, id: record.id)
+        return .inserted
+    }
+
+    func delete(_ id: RecordID, from collection: CollectionName) throws -> Bool {
+        try checkWritable()
+        guard let meta = catalog.collections[collection], id.kind == meta.idKind else { return false }
+        return try connection.run(meta.deleteSQL, [Self.idValue(id)]) > 0
+    }
+
+    func delete(matching filter: Filter, from collection: CollectionName) throws -> Int {
+        try checkWritable()
+        try filter.validate()
+        guard let meta = catalog.collections[collection] else { return 0 }
+        var translator = SQLiteQueryTranslator(meta: meta)
+        let condition = translator.filter(filter)
+        var sql = "DELETE FROM \(meta.quotedTable)"
+        if condition != "1" { sql += " WHERE " + condition }
+        return try connection.run(sql, translator.parameters)
+    }
+
+    // MARK: Helpers
+
+    private func exists(_ id: SQLValue, _ meta: CollectionMeta) throws -> Bool {
+        try connection.scalar(meta.existsSQL, [id]) != nil
+    }
+
+    /// Runs an INSERT or UPDATE, naming the unique constraint a violation broke.
+    private func runWrite(_ sql: String, _ parameters: [SQLValue], _ meta: CollectionMeta, id: RecordID?) throws {
+        do {
+            try connection.run(sql, parameters)
+        } catch let error as DepotError where error.code == .uniqueViolation {
+            let message = (error.cause as? SQLiteResult)?.message ?? ""
+            let constraint = SQLiteErrorMapping.indexName(inUniqueMessage: message).flatMap { meta.constraintName(forSQLIndex: $0) }
+            let fields = constraint.flatMap { name in meta.info.uniqueConstraints.first { $0.name == name }?.fields }
+            throw DepotError(
+                .uniqueViolation,
+                "Another record already has these values for unique constraint '\(constraint ?? "?")'" + (fields.map { " (\($0.joined(separator: ", ")))." } ?? "."),
+                collection: meta.name.rawValue, id: id, constraint: constraint, cause: error.cause, detail: error.detail)
+        } catch let error as DepotError where error.code == .alreadyExists {
+            let message = id.map { "A record with id \($0) exists." } ?? error.message
+            throw DepotError(.alreadyExists, message, collection: meta.name.rawValue, id: id, cause: error.cause, detail: error.detail)
+        }
+    }
+
+    /// The collection for a write of an id of `kind` with these fields: created if missing,
+    /// with a column for every field.
+    private func metaForWrite(_ name: CollectionName, kind: IDKind, fields: Dictionary<String, FieldValue>.Keys) throws -> CollectionMeta {
+        try checkWritable()
+        var meta: CollectionMeta
+        if let existing = catalog.collections[name] {
+            guard existing.idKind == kind else {
+                throw DepotError(.invalidValue, "Collection '\(name)' uses \(existing.idKind) ids; got a \(kind) id.", collection: name.rawValue)
+            }
+            meta = existing
+            if fields.allSatisfy({ existing.position[$0] != nil }) { return existing }
+        } else {
+            for field in fields { try FieldName.validate(field, collection: name.rawValue) }
+            meta = try createCollection(name, kind: kind)
+        }
+        meta = try ensureColumns(Set(fields), meta)
+        try save(meta)
+        return meta
+    }
+
+    /// Creates the table for a new collection (not yet saved in the catalog).
+    private func createCollection(_ name: CollectionName, kind: IDKind) throws -> CollectionMeta {
+        let taken = try SQLNaming.schemaNames(connection)
+        var base = name.rawValue
+        if base.lowercased().hasPrefix("sqlite_") { base = "c_" + base }
+        let table = SQLNaming.fresh(base, taken: taken)
+        let idColumn = kind == .int ? "\"id\" INTEGER PRIMARY KEY AUTOINCREMENT" : "\"id\" TEXT PRIMARY KEY NOT NULL"
+        let suffix = kind == .int ? "" : " WITHOUT ROWID"
+        try connection.execute("CREATE TABLE \(quoteIdentifier(table))(\(idColumn), \(quoteIdentifier(SQLiteLayout.tagColumn)) TEXT)\(suffix)")
+        let meta = CollectionMeta(name: name, table: table, idKind: kind, info: CollectionInfo(uniqueConstraints: [], indexes: [], sqlIndexes: [:], columns: [:]))
+        try connection.run(
+            #"INSERT INTO "_depotsys_collections"(name, tbl, id_kind, info) VALUES (?, ?, ?, '{}')"#,
+            [.text(name.rawValue), .text(table), .text(kind.rawValue)])
+        return meta
+    }
+
+    /// Adds a column for every field that has none (validating the field name first).
+    private func ensureColumns(_ fields: Set<String>, _ meta: CollectionMeta) throws -> CollectionMeta {
+        let missing = fields.filter { meta.position[$0] == nil }.sorted()
+        if missing.isEmpty { return meta }
+        var info = meta.info
+        for field in missing { try FieldName.validate(field, collection: meta.name.rawValue) }
+        var taken = Set(["id", SQLiteLayout.tagColumn] + meta.columns.map { $0.lowercased() })
+        for field in missing {
+            let column = SQLNaming.fresh(field, taken: taken)
+            taken.insert(column.lowercased())
+            try connection.execute("ALTER TABLE \(meta.quotedTable) ADD COLUMN \(quoteIdentifier(column))")
+            info.columns[field] = column
+        }
+        return meta.replacing(info: info)
+    }
+
+    /// Stores a collection's metadata and bumps the catalog generation.
+    private func save(_ meta: CollectionMeta) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let info = String(decoding: try encoder.encode(meta.info), as: UTF8.self)
+        try connection.run(#"UPDATE "_depotsys_collections" SET info = ? WHERE name = ?"#, [.text(info), .text(meta.name.rawValue)])
+        try bumpGeneration()
+        catalog.collections[meta.name] = meta
+    }
+
+    private func bumpGeneration() throws {
+        try connection.run(SQLiteLayout.bumpGenerationSQL)
+        catalog.generation = try Catalog.currentGeneration(connection)
+        catalogChanged = true
+    }
+
+    private var savepointDepth = 0
+
+    /// Runs `body` in a savepoint: on a throw, the database and the catalog are as before.
+    private func withSavepoint(_ body: () throws -> Void) throws {
+        let saved = catalog
+        let savedChanged = catalogChanged
+        savepointDepth += 1
+        let name = "depot_sp\(savepointDepth)"
+        defer { savepointDepth -= 1 }
+        try connection.execute("SAVEPOINT \(name)")
+        do {
+            try body()
+            try connection.execute("RELEASE \(name)")
+        } catch {
+            try? connection.execute("ROLLBACK TO \(name)")
+            try? connection.execute("RELEASE \(name)")
+            catalog = saved
+            catalogChanged = savedChanged
+            throw error
+        }
+    }
+}
