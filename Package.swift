@@ -30,7 +30,7 @@ let package = Package(
         // The executable contract every driver runs (no test framework inside).
         .target(name: "DepotConformance", dependencies: ["DepotCore", "DepotMemory"], swiftSettings: settings),
         // The umbrella: re-exports the core and registers the built-in drivers.
-        .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory", "DepotSQLite"], swiftSettings: settings),
+        .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory", "DepotSQLite", "DepotGDBM"], swiftSettings: settings),
         .executableTarget(
             name: "DepotCLI",
             dependencies: ["Depot", .product(name: "ArgumentParser", package: "swift-argument-parser")],
@@ -50,6 +50,11 @@ let package = Package(
         .target(name: "DepotBench", dependencies: ["Depot", "DepotCore"], swiftSettings: settings),
         .testTarget(name: "DepotBenchTests", dependencies: ["DepotBench", "Depot"], swiftSettings: settings),
         // end bench branch
+        // MARK: gdbm branch: the GDBM driver (system libgdbm via apt libgdbm-dev).
+        .systemLibrary(name: "CGDBM", path: "Sources/CGDBM", providers: [.apt(["libgdbm-dev"])]),
+        .target(name: "DepotGDBM", dependencies: ["DepotCore", "CGDBM"], swiftSettings: settings),
+        .testTarget(name: "DepotGDBMTests", dependencies: ["DepotGDBM", "DepotConformance", "DepotMemory", "CGDBM"], swiftSettings: settings),
+        // MARK: end gdbm branch
         .testTarget(name: "DepotCoreTests", dependencies: ["DepotCore"], swiftSettings: settings),
         .testTarget(name: "DepotMemoryTests", dependencies: ["Depot", "DepotMemory", "DepotConformance"], swiftSettings: settings),
     ]

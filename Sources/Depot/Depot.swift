@@ -1,13 +1,15 @@
 @_exported import DepotCore
 @_exported import DepotMemory
 @_exported import DepotSQLite
+@_exported import DepotGDBM
 
 extension DriverRegistry {
-    /// Every driver that ships with Depot: `memory:`, `sqlite:`.
+    /// Every driver that ships with Depot: `memory:`, `sqlite:PATH`, `gdbm:PATH`.
     public static var standard: DriverRegistry {
         var registry = DriverRegistry()
         MemoryDriver.register(in: &registry)
         SQLiteDriver.register(in: &registry)
+        GDBMDriver.register(in: &registry)
         return registry
     }
 }

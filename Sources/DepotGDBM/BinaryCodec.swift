@@ -1,0 +1,316 @@
+import DepotCore
+import Foundation
+
+/// CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320), the checksum of records, catalog
+/// entries and journal records. Table-driven, one table built once.
+enum CRC32 {
+    static let table: [UInt32] = (0..<256).map { n -> UInt32 in
+        var c = UInt32(n)
+        for _ in 0..<8 { c = (c & 1) != 0 ? (0xEDB8_8320 ^ (c >> 1)) : (c >> 1) }
+        return c
+    }
+
+    /// Continues a checksum over `bytes` (start with `0`).
+    static func update(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        var c = ~crc
+        table.withUnsafeBufferPointer { t in
+            for b in bytes { c = t[Int((c ^ UInt32(b)) & 0xFF)] ^ (c >> 8) }
+        }
+        return ~c
+    }
+
+    static func checksum(_ bytes: [UInt8]) -> UInt32 { bytes.withUnsafeBytes { update(0, $0) } }
+}
+
+/// Appends the binary forms Depot's GDBM files use. Little-endian fixed-width numbers,
+/// LEB128 varints for lengths and counts.
+struct ByteWriter {
+    var bytes: [UInt8] = []
+
+    init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
+
+    mutating func u8(_ v: UInt8) { bytes.append(v) }
+
+    mutating func u32(_ v: UInt32) {
+        withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func u64(_ v: UInt64) {
+        withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func varint(_ v: Int) {
+        var x = UInt64(v)
+        while x >= 0x80 {
+            bytes.append(UInt8(x & 0x7F) | 0x80)
+            x >>= 7
+        }
+        bytes.append(UInt8(x))
+    }
+
+    mutating func blob<C: Swift.Collection<UInt8>>(_ b: C) {
+        varint(b.count)
+        bytes.append(contentsOf: b)
+    }
+
+    mutating func string(_ s: String) {
+        var s = s
+        s.withUTF8 { blob($0) }
+    }
+}
+
+/// Reads what ``ByteWriter`` wrote; every read is bounds-checked and throws
+/// ``ByteReader/Malformed`` on short or impossible input, never traps.
+struct ByteReader {
+    struct Malformed: Error {}
+
+    let base: UnsafeRawBufferPointer
+    var position = 0
+
+    init(_ base: UnsafeRawBufferPointer, from position: Int = 0) {
+        self.base = base
+        self.position = position
+    }
+
+    var isAtEnd: Bool { position >= base.count }
+    var remaining: Int { base.count - position }
+
+    mutating func u8() throws -> UInt8 {
+        guard position < base.count else { throw Malformed() }
+        defer { position += 1 }
+        return base[position]
+    }
+
+    mutating func u32() throws -> UInt32 {
+        guard remaining >= 4 else { throw Malformed() }
+        var v: UInt32 = 0
+        withUnsafeMutableBytes(of: &v) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: base[position..<position + 4])) }
+        position += 4
+        return UInt32(littleEndian: v)
+    }
+
+    mutating func u64() throws -> UInt64 {
+        guard remaining >= 8 else { throw Malformed() }
+        var v: UInt64 = 0
+        withUnsafeMutableBytes(of: &v) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: base[position..<position + 8])) }
+        position += 8
+        return UInt64(littleEndian: v)
+    }
+
+    mutating func varint() throws -> Int {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let b = try u8()
+            guard shift < 63 else { throw Malformed() }
+            result |= UInt64(b & 0x7F) << shift
+            if b & 0x80 == 0 { break }
+            shift += 7
+        }
+        guard result <= UInt64(Int.max) else { throw Malformed() }
+        return Int(result)
+    }
+
+    mutating func slice(_ count: Int) throws -> UnsafeRawBufferPointer {
+        guard count >= 0, count <= remaining else { throw Malformed() }
+        defer { position += count }
+        return UnsafeRawBufferPointer(rebasing: base[position..<position + count])
+    }
+
+    mutating func blob() throws -> [UInt8] { Array(try slice(try varint())) }
+
+    mutating func string() throws -> String {
+        let s = try slice(try varint())
+        guard let text = String(validating: s, as: UTF8.self) else { throw Malformed() }
+        return text
+    }
+}
+
+/// The binary forms of ids, field values and records in the GDBM files.
+///
+/// - A record key is the encoded id: `0x01` + 8 bytes big-endian with the sign bit flipped
+///   (integers), or `0x02` + the UTF-8 bytes (strings).
+/// - A record value is `version (1 byte) | CRC-32 (4 bytes LE) | payload`, the CRC covering
+///   the key and the payload, so a value moved under another key fails too. The payload is a
+///   varint field count, then per field its name (varint length + UTF-8) and its value.
+/// - A value is a tag byte then its body: `0` null, `1` false, `2` true, `3` int (8 bytes LE),
+///   `4` double (IEEE bit pattern, 8 bytes LE: `-0.0` keeps its sign), `5` string and `6`
+///   bytes (varint length + bytes, NUL allowed), `7` array (varint count + values),
+///   `8` object (varint count + name/value pairs; sorted by name bytes when canonical).
+enum BinaryCodec {
+    static let recordVersion: UInt8 = 1
+
+    // MARK: Ids
+
+    static func key(for id: RecordID) -> [UInt8] {
+        switch id {
+        case .int(let i):
+            var out = [UInt8](repeating: 0, count: 9)
+            out[0] = 1
+            let u = UInt64(bitPattern: i) ^ (1 << 63)
+            for n in 0..<8 { out[1 + n] = UInt8(truncatingIfNeeded: u >> (56 - 8 * UInt64(n))) }
+            return out
+        case .string(let s):
+            var out: [UInt8] = [2]
+            out.append(contentsOf: s.utf8)
+            return out
+        }
+    }
+
+    static func id(fromKey key: UnsafeRawBufferPointer) throws -> RecordID {
+        guard let tag = key.first else { throw ByteReader.Malformed() }
+        switch tag {
+        case 1:
+            guard key.count == 9 else { throw ByteReader.Malformed() }
+            var u: UInt64 = 0
+            for n in 0..<8 { u = (u << 8) | UInt64(key[1 + n]) }
+            return .int(Int64(bitPattern: u ^ (1 << 63)))
+        case 2:
+            guard key.count >= 2, let s = String(validating: UnsafeRawBufferPointer(rebasing: key[1...]), as: UTF8.self) else {
+                throw ByteReader.Malformed()
+            }
+            return .string(s)
+        default:
+            throw ByteReader.Malformed()
+        }
+    }
+
+    static func id(fromKey key: [UInt8]) throws -> RecordID { try key.withUnsafeBytes { try id(fromKey: $0) } }
+
+    // MARK: Values
+
+    static func write(_ value: FieldValue, to w: inout ByteWriter, canonical: Bool) {
+        switch value {
+        case .null: w.u8(0)
+        case .bool(let b): w.u8(b ? 2 : 1)
+        case .int(let i): w.u8(3); w.u64(UInt64(bitPattern: i))
+        case .double(let d): w.u8(4); w.u64(d.bitPattern)
+        case .string(let s): w.u8(5); w.string(s)
+        case .bytes(let d): w.u8(6); w.blob(d)
+        case .array(let items):
+            w.u8(7)
+            w.varint(items.count)
+            for item in items { write(item, to: &w, canonical: canonical) }
+        case .object(let members):
+            w.u8(8)
+            w.varint(members.count)
+            if canonical {
+                for (k, v) in members.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+                    w.string(k)
+                    write(v, to: &w, canonical: true)
+                }
+            } else {
+                for (k, v) in members {
+                    w.string(k)
+                    write(v, to: &w, canonical: false)
+                }
+            }
+        }
+    }
+
+    static func readValue(_ r: inout ByteReader, depth: Int = 0) throws -> FieldValue {
+        guard depth <= FieldValue.maximumDepth + 1 else { throw ByteReader.Malformed() }
+        switch try r.u8() {
+        case 0: return .null
+        case 1: return .bool(false)
+        case 2: return .bool(true)
+        case 3: return .int(Int64(bitPattern: try r.u64()))
+        case 4: return .double(Double(bitPattern: try r.u64()))
+        case 5: return .string(try r.string())
+        case 6: return .bytes(Data(try r.slice(try r.varint())))
+        case 7:
+            let n = try r.varint()
+            guard n <= r.remaining else { throw ByteReader.Malformed() }
+            var items: [FieldValue] = []
+            items.reserveCapacity(n)
+            for _ in 0..<n { items.append(try readValue(&r, depth: depth + 1)) }
+            return .array(items)
+        case 8:
+            let n = try r.varint()
+            guard n <= r.remaining else { throw ByteReader.Malformed() }
+            var members: [String: FieldValue] = [:]
+            members.reserveCapacity(n)
+            for _ in 0..<n {
+                let k = try r.string()
+                members[k] = try readValue(&r, depth: depth + 1)
+            }
+            return .object(members)
+        default:
+            throw ByteReader.Malformed()
+        }
+    }
+
+    /// The canonical bytes of a normalized index key (object members sorted).
+    static func indexKeyBytes(_ values: [FieldValue]) -> [UInt8] {
+        var w = ByteWriter()
+        for v in values { write(v, to: &w, canonical: true) }
+        return w.bytes
+    }
+
+    // MARK: Records
+
+    /// Encodes a record's fields under its key (see the type's description).
+    static func encodeRecord(key: [UInt8], fields: [String: FieldValue]) -> [UInt8] {
+        var w = ByteWriter(capacity: 64 + fields.count * 16)
+        w.u8(recordVersion)
+        w.u32(0)
+        w.varint(fields.count)
+        for (name, value) in fields {
+            w.string(name)
+            write(value, to: &w, canonical: false)
+        }
+        var crc = key.withUnsafeBytes { CRC32.update(0, $0) }
+        w.bytes.withUnsafeBytes { crc = CRC32.update(crc, UnsafeRawBufferPointer(rebasing: $0[5...])) }
+        withUnsafeBytes(of: crc.littleEndian) { src in
+            for n in 0..<4 { w.bytes[1 + n] = src[n] }
+        }
+        return w.bytes
+    }
+
+    /// Why a stored record could not be decoded.
+    enum RecordProblem: Error { case checksum, version, malformed }
+
+    /// Decodes a record's fields, verifying version and checksum first.
+    static func decodeFields(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws(RecordProblem) -> [String: FieldValue] {
+        guard value.count >= 6 else { throw .malformed }
+        guard value[0] == recordVersion else { throw .version }
+        var stored: UInt32 = 0
+        withUnsafeMutableBytes(of: &stored) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: value[1..<5])) }
+        var crc = CRC32.update(0, key)
+        crc = CRC32.update(crc, UnsafeRawBufferPointer(rebasing: value[5...]))
+        guard crc == UInt32(littleEndian: stored) else { throw .checksum }
+        do {
+            var r = ByteReader(value, from: 5)
+            let n = try r.varint()
+            guard n <= r.remaining else { throw ByteReader.Malformed() }
+            var fields: [String: FieldValue] = [:]
+            fields.reserveCapacity(n)
+            for _ in 0..<n {
+                let name = try r.string()
+                fields[name] = try readValue(&r)
+            }
+            guard r.isAtEnd else { throw ByteReader.Malformed() }
+            return fields
+        } catch {
+            throw .malformed
+        }
+    }
+
+    /// Wraps `payload` as `CRC-32 (4 bytes LE) | payload`: the form of catalog entries and
+    /// index entries' values.
+    static func sealed(_ payload: [UInt8]) -> [UInt8] {
+        var w = ByteWriter(capacity: payload.count + 4)
+        w.u32(CRC32.checksum(payload))
+        w.bytes.append(contentsOf: payload)
+        return w.bytes
+    }
+
+    /// The payload of a ``sealed(_:)`` value, `nil` when the checksum fails.
+    static func unsealed(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        guard bytes.count >= 4 else { return nil }
+        var r = ByteReader(bytes)
+        guard let stored = try? r.u32() else { return nil }
+        let payload = UnsafeRawBufferPointer(rebasing: bytes[4...])
+        return CRC32.update(0, payload) == stored ? payload : nil
+    }
+}

@@ -1,0 +1,106 @@
+import DepotCore
+import Foundation
+
+/// The GDBM files of one directory of the store (`data/` or `backup/`), opened on demand
+/// and kept open.
+///
+/// Readers on the reader pool call ``file(_:create:)`` (without `create`) concurrently;
+/// `lock` guards the table of open files and every gdbm call. Everything that changes files
+/// runs on the writer thread, with the engine's write lock held when readers could be reading.
+final class FileSet {
+    let directory: String
+    /// Guards `open` and is held around every gdbm call on these files.
+    let lock = NSLock()
+    private var open: [FileID: GDBMFile] = [:]
+    /// Files written since the last ``syncAll()``.
+    private(set) var dirty: Set<FileID> = []
+    /// A file was created or removed since the last ``syncAll()``.
+    private(set) var directoryChanged = false
+
+    /// Open files with gdbm's reader mode and never create any.
+    var readOnly: Bool
+
+    init(directory: String, readOnly: Bool = false) {
+        self.directory = directory
+        self.readOnly = readOnly
+    }
+
+    func path(_ id: FileID) -> String { directory + "/" + id.fileName }
+
+    /// The open file, opening it if it exists (or creating it when `create`); `nil` when
+    /// it does not exist and `create` is false.
+    func file(_ id: FileID, create: Bool) throws -> GDBMFile? {
+        if let f = lock.withLock({ open[id] }) { return f }
+        let opened = try openFile(id, create: create)
+        return lock.withLock {
+            // Another reader may have opened it meanwhile: keep one handle.
+            if let existing = open[id] {
+                opened?.close()
+                return existing
+            }
+            if let opened { open[id] = opened }
+            return opened
+        }
+    }
+
+    private func openFile(_ id: FileID, create: Bool) throws -> GDBMFile? {
+        let path = path(id)
+        if (!create || readOnly) && !FileSystem.exists(path) { return nil }
+        if FileSystem.exists(path) {
+            // gdbm turns an empty file opened for writing into a new database; for a file we
+            // wrote, zero bytes means damage, not "empty".
+            guard FileSystem.size(path) > 0 else {
+                throw GDBMErrors.corrupted("The GDBM file '\(id.fileName)' is empty.", collection: id.collection?.rawValue)
+            }
+        } else {
+            directoryChanged = true
+        }
+        return try GDBMFile.open(path: path, name: id.fileName, create: create && !readOnly, readOnly: readOnly, lock: lock)
+    }
+
+    /// Applies one change.
+    func apply(_ op: FileOp) throws {
+        switch op {
+        case .put(let id, let key, let value):
+            guard let f = try file(id, create: true) else { return }
+            try f.store(key, value)
+            dirty.insert(id)
+        case .delete(let id, let key):
+            guard let f = try file(id, create: false) else { return }
+            try f.delete(key)
+            dirty.insert(id)
+        case .drop(let id):
+            lock.withLock { open.removeValue(forKey: id) }?.close()
+            dirty.remove(id)
+            try FileSystem.remove(path(id))
+            directoryChanged = true
+        }
+    }
+
+    /// gdbm_sync on every written file, then fsync of the directory if it changed.
+    func syncAll() throws {
+        for id in dirty { try lock.withLock({ open[id] })?.sync() }
+        dirty.removeAll()
+        if directoryChanged {
+            try FileSystem.syncDirectory(directory)
+            directoryChanged = false
+        }
+    }
+
+    /// Closes every file (a clean close: sound GDBM files).
+    func closeAll() {
+        let files = lock.withLock {
+            defer { open.removeAll() }
+            return Array(open.values)
+        }
+        for f in files { f.close() }
+        dirty.removeAll()
+    }
+
+    /// Removes every GDBM file of the directory (files must be closed).
+    func removeAllFiles() throws {
+        closeAll()
+        for id in try FileSystem.gdbmFiles(in: directory) { try FileSystem.remove(path(id)) }
+        directoryChanged = true
+    }
+}

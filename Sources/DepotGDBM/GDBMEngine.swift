@@ -1,0 +1,502 @@
+import DepotCore
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Settings of an open store.
+struct EngineOptions: Sendable, Hashable {
+    var durability: Durability = .full
+    var lockTimeoutMilliseconds = 2000
+    /// The journal is folded into the backup files when it grows past this many bytes.
+    var checkpointBytes = 8 << 20
+    /// A sync point (gdbm_sync of the primary files, an `applied` mark) every this many commits.
+    var syncEveryCommits = 256
+    var readOnly = false
+}
+
+/// One open store: its directory, lock, journal, primary and backup files, catalog and
+/// thread. Shared by every ``GDBMDriver`` of the process that opened the same directory.
+///
+/// Layout of the store directory:
+/// - `LOCK`: the process lock (``StoreLock``);
+/// - `journal`: the redo journal (``Journal``);
+/// - `data/`: the primary GDBM files that reads use: `_depotsys_catalog.gdbm`, and per collection
+///   `NAME.records.gdbm` and `NAME.index.gdbm`;
+/// - `backup/`: the same files as of the journal's base sequence (the last checkpoint).
+///
+/// Threads: write transactions, commits, applying commits to the files, sync points,
+/// checkpoints, opening and closing run on ``thread`` (the writer thread); read transactions
+/// run on ``readers`` (a pool), concurrently with each other and with the writer.
+///
+/// Snapshots: a commit is journaled and then published as a ``CommittedLayer`` (its changes
+/// in memory); it is applied to the GDBM files only when no read transaction is open (the
+/// writer takes ``filesLock`` for writing; every read transaction holds it for reading). A
+/// read transaction sees the files plus the layers published when it began, so it keeps one
+/// snapshot however many writers commit meanwhile, and the files never change under it.
+final class GDBMEngine: @unchecked Sendable {
+    // @unchecked: the properties under "writer thread" are touched only by jobs on `thread`
+    // (opening, writing, applying, closing); those under "shared" only while `state` is
+    // locked; `filesLock`, `primary` (internally locked) and the immutable lets are safe
+    // from any thread.
+    let directory: String
+    let options: EngineOptions
+    let thread: DriverThread
+    let readers: DriverThread
+    let primary: FileSet
+    /// Read mode: a read transaction is open on the files. Write mode: the files change.
+    let filesLock = ReadWriteLock()
+
+    // Writer thread.
+    private var lock: StoreLock?
+    private var journal: Journal?
+    private let backup: FileSet
+    private var lastSeq: UInt64 = 0
+    private var commitsSinceMark = 0
+    /// The files the journal's transactions change (what a checkpoint must bring to the backup).
+    private var touchedSinceCheckpoint = Set<FileID>()
+    /// How many times the open path rebuilt the primary files (tests read it after opening).
+    private(set) var rebuilds = 0
+
+    // Shared, guarded by `state`.
+    private struct Shared {
+        var catalog: [CollectionName: CollectionMeta] = [:]
+        /// Commits published but not yet applied to the files, oldest first.
+        var pending: [CommittedLayer] = []
+        var generation: UInt64 = 0
+        var isOpen = false
+        /// Set when applying a journaled commit failed: the files may be partial until the
+        /// store is reopened (which rebuilds them).
+        var failure: DepotError?
+        var applyScheduled = false
+    }
+
+    private let state = Mutex(Shared())
+
+    private init(directory: String, options: EngineOptions) {
+        self.directory = directory
+        self.options = options
+        self.thread = DriverThread(name: "depot.gdbm.writer")
+        self.readers = DriverThread(name: "depot.gdbm.reader", workers: 4)
+        self.primary = FileSet(directory: directory + "/data", readOnly: options.readOnly)
+        self.backup = FileSet(directory: directory + "/backup")
+    }
+
+    /// The committed catalog.
+    var catalog: [CollectionName: CollectionMeta] { state.withLock { $0.catalog } }
+    /// Increases with every commit (streams use it to notice changes between pages).
+    var generation: UInt64 { state.withLock { $0.generation } }
+
+    // MARK: Process-wide registry
+
+    private struct Entry {
+        let engine: GDBMEngine
+        var count: Int
+        /// The last driver closed it and its shutdown (sync, checkpoint, unlock) is running.
+        var closing = false
+    }
+
+    private static let registry = Mutex<[String: Entry]>([:])
+
+    /// The engine of `directory`, opened if this is the first driver of the process on it.
+    /// Options of later drivers on an already open directory are ignored (the first wins).
+    /// While an earlier engine of the directory is shutting down, waits for it to finish.
+    static func acquire(directory: String, options: EngineOptions) async throws -> GDBMEngine {
+        while true {
+            let found = registry.withLock { table -> GDBMEngine? in
+                if var entry = table[directory] {
+                    if entry.closing { return nil }
+                    entry.count += 1
+                    table[directory] = entry
+                    return entry.engine
+                }
+                let engine = GDBMEngine(directory: directory, options: options)
+                table[directory] = Entry(engine: engine, count: 1)
+                return engine
+            }
+            guard let engine = found else {
+                try await Task.sleep(nanoseconds: 2_000_000)
+                continue
+            }
+            do {
+                try await engine.thread.run { try engine.openIfNeeded() }
+            } catch {
+                try? await release(engine)
+                throw error
+            }
+            return engine
+        }
+    }
+
+    /// Drops one reference; the last one syncs, checkpoints and closes the store.
+    static func release(_ engine: GDBMEngine) async throws {
+        let last = registry.withLock { table -> Bool in
+            guard var entry = table[engine.directory], entry.engine === engine, !entry.closing else { return false }
+            entry.count -= 1
+            entry.closing = entry.count == 0
+            table[engine.directory] = entry
+            return entry.closing
+        }
+        guard last else { return }
+        defer {
+            engine.thread.stop()
+            engine.readers.stop()
+            registry.withLock { table in
+                if table[engine.directory]?.engine === engine { table[engine.directory] = nil }
+            }
+        }
+        try await engine.thread.run { try engine.shutdown() }
+    }
+
+    // MARK: Opening and recovery
+
+    private var journalPath: String { directory + "/journal" }
+
+    private func openIfNeeded() throws {
+        if state.withLock({ $0.isOpen }) { return }
+        try FileSystem.makeDirectory(directory)
+        try FileSystem.makeDirectory(primary.directory)
+        try FileSystem.makeDirectory(backup.directory)
+        let lockPath = directory + "/LOCK"
+        var lock: StoreLock
+        var shared = false
+        if options.readOnly, let exclusive = try? StoreLock.acquire(path: lockPath, exclusive: true, timeoutMilliseconds: 0) {
+            lock = exclusive
+        } else if options.readOnly {
+            lock = try StoreLock.acquire(path: lockPath, exclusive: false, timeoutMilliseconds: options.lockTimeoutMilliseconds)
+            shared = true
+        } else {
+            lock = try StoreLock.acquire(path: lockPath, exclusive: true, timeoutMilliseconds: options.lockTimeoutMilliseconds)
+        }
+        do {
+            if shared {
+                try checkCleanForSharedReading()
+            } else {
+                // A read-only open that got the lock alone repairs the store first.
+                primary.readOnly = false
+                try recover()
+            }
+            if options.readOnly {
+                journal?.close()
+                journal = nil
+                try lock.downgrade()
+                primary.readOnly = true
+                try loadCatalog()
+            }
+        } catch {
+            primary.closeAll()
+            backup.closeAll()
+            journal?.close()
+            journal = nil
+            lock.release()
+            throw error
+        }
+        self.lock = lock
+        state.withLock { $0.isOpen = true }
+    }
+
+    /// Brings the files to the last committed transaction (see Docs/GDBMDriver.md):
+    /// - a journal whose last record is `applied` (or that has no records): clean;
+    /// - last record a transaction: the primary files may be partial; rebuild them from the
+    ///   backup files plus every journaled transaction;
+    /// - last record `checkpointBegin`: the backup files may be partial; copy the (synced)
+    ///   primary files over them and start a fresh journal;
+    /// - a primary file that gdbm cannot open or read as sound: rebuild as above.
+    private func recover() throws {
+        try FileSystem.remove(journalPath + ".new")
+        var records: [JournalRecord]
+        if FileSystem.exists(journalPath) {
+            let opened = try Journal.open(path: journalPath)
+            journal = opened.journal
+            records = opened.records
+        } else {
+            if !(try FileSystem.gdbmFiles(in: primary.directory)).isEmpty {
+                throw GDBMErrors.corrupted("The GDBM store at '\(directory)' has data files but no journal.")
+            }
+            journal = try Journal.create(path: journalPath, baseSeq: 0)
+            records = []
+        }
+        guard let journal else { throw DepotError(.internal, "The journal did not open.") }
+        lastSeq = max(journal.baseSeq, records.last?.seq ?? 0)
+        for case .transaction(_, let ops) in records {
+            for op in ops { touchedSinceCheckpoint.insert(op.file) }
+        }
+        var rebuilt = false
+        switch records.last {
+        case nil, .applied?:
+            break
+        case .checkpointBegin(let seq)?:
+            try backup.removeAllFiles()
+            for id in try FileSystem.gdbmFiles(in: primary.directory) {
+                try FileSystem.copy(primary.path(id), to: backup.path(id))
+            }
+            try FileSystem.syncDirectory(backup.directory)
+            self.journal?.close()
+            self.journal = try Journal.create(path: journalPath, baseSeq: seq)
+            records = []
+            touchedSinceCheckpoint = []
+        case .transaction?:
+            try rebuildPrimary(from: records)
+            rebuilt = true
+        }
+        do {
+            try loadCatalog()
+        } catch let error as DepotError where error.code == .corrupted && !rebuilt {
+            try rebuildPrimary(from: records)
+            try loadCatalog()
+        }
+    }
+
+    /// A read-only open that shares the lock with other readers cannot repair anything:
+    /// it reads the store only when no recovery is pending (another reader would have done it).
+    private func checkCleanForSharedReading() throws {
+        if FileSystem.exists(journalPath) {
+            let fd = Glibc.open(journalPath, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw GDBMErrors.system(errno, "open", path: journalPath) }
+            defer { Glibc.close(fd) }
+            let (_, records, _) = try Journal.parse(try Journal.readAll(fd, path: journalPath))
+            switch records.last {
+            case nil, .applied?: break
+            case .transaction?, .checkpointBegin?:
+                throw DepotError(.locked, "The GDBM store at '\(directory)' needs recovery, which a read-only open shared with other readers cannot do; open it once for writing.")
+            }
+        }
+        try loadCatalog()
+    }
+
+    /// Replaces the primary files with the backup files plus every journaled transaction.
+    private func rebuildPrimary(from records: [JournalRecord]) throws {
+        rebuilds += 1
+        try primary.removeAllFiles()
+        for id in try FileSystem.gdbmFiles(in: backup.directory) {
+            try FileSystem.copy(backup.path(id), to: primary.path(id))
+        }
+        for case .transaction(_, let ops) in records {
+            for op in ops { try primary.apply(op) }
+        }
+        try primary.syncAll()
+        primary.closeAll()
+        try FileSystem.syncDirectory(primary.directory)
+        if case .transaction(let seq, _)? = records.last(where: { if case .transaction = $0 { true } else { false } }) {
+            try journal?.append(.applied(seq: seq), sync: true)
+        }
+    }
+
+    /// Opens the catalog and every collection file, reading the catalog into memory.
+    private func loadCatalog() throws {
+        primary.closeAll()
+        var loaded: [CollectionName: CollectionMeta] = [:]
+        if !FileSystem.exists(primary.path(.catalog)), !(try FileSystem.gdbmFiles(in: primary.directory)).isEmpty {
+            throw GDBMErrors.corrupted("The GDBM store's catalog file is missing.")
+        }
+        if let file = try primary.file(.catalog, create: !options.readOnly) {
+            try file.forEachKey { key in
+                let meta = try file.fetch(Array(key)) { value in try CollectionMeta.decode(key: key, value: value) }
+                if let meta { loaded[meta.schema.name] = meta }
+                return true
+            }
+        }
+        for name in loaded.keys {
+            _ = try primary.file(.records(name), create: false)
+            _ = try primary.file(.index(name), create: false)
+        }
+        state.withLock { $0.catalog = loaded }
+    }
+
+    private func shutdown() throws {
+        let wasOpen = state.withLock { shared -> Bool in
+            defer { shared.isOpen = false }
+            return shared.isOpen
+        }
+        guard wasOpen else { return }
+        filesLock.writeLock()
+        defer {
+            filesLock.unlock()
+            primary.closeAll()
+            backup.closeAll()
+            journal?.close()
+            journal = nil
+            lock?.release()
+            lock = nil
+        }
+        guard state.withLock({ $0.failure }) == nil, !options.readOnly else { return }
+        try applyPending()
+        try syncPoint(forceCheckpoint: true)
+    }
+
+    // MARK: Transactions
+
+    private func checkUsable() throws {
+        let (open, failure) = state.withLock { ($0.isOpen, $0.failure) }
+        guard open else { throw DepotError(.closed, "The GDBM store is closed.") }
+        if let failure {
+            throw DepotError(.io, "An earlier commit could not be applied to the GDBM files; reopen the store to recover it.", cause: failure)
+        }
+    }
+
+    /// A transaction over the current committed state (catalog, files, pending layers).
+    private func begin(writable: Bool) -> GDBMTransaction {
+        let (catalog, layers, generation) = state.withLock { ($0.catalog, $0.pending, $0.generation) }
+        return GDBMTransaction(engine: self, writable: writable, catalog: catalog, layers: layers, generation: generation)
+    }
+
+    /// Runs a read transaction on the calling thread (a reader-pool thread, or the writer
+    /// thread for a task that prefers it), holding the files lock in read mode.
+    func read<T>(_ body: (GDBMTransaction) throws -> T) throws -> T {
+        try checkUsable()
+        filesLock.readLock()
+        defer {
+            filesLock.unlock()
+            scheduleApply()
+        }
+        let tx = begin(writable: false)
+        defer { tx.isValid = false }
+        return try body(tx)
+    }
+
+    /// After the last reader of a snapshot leaves, the writer thread applies pending commits.
+    private func scheduleApply() {
+        let needed = state.withLock { shared -> Bool in
+            guard !shared.pending.isEmpty, !shared.applyScheduled, shared.isOpen else { return false }
+            shared.applyScheduled = true
+            return true
+        }
+        if needed {
+            thread.submit { [self] in
+                state.withLock { $0.applyScheduled = false }
+                tryApply()
+            }
+        }
+    }
+
+    /// Runs a write transaction and commits it (on the writer thread).
+    func write<T>(_ body: (any WriteTransaction) throws -> T) throws -> T {
+        try checkUsable()
+        guard !options.readOnly else { throw DepotError(.unsupported, "The GDBM store was opened read-only (readonly=true).") }
+        let tx = begin(writable: true)
+        defer { tx.isValid = false }
+        let result = try body(tx)
+        tx.isValid = false
+        try commit(tx)
+        return result
+    }
+
+    /// Journals and publishes a finished write transaction, then applies it to the files
+    /// if no reader is open. Once the journal write returns, the commit is durable (per the
+    /// durability setting) and visible to every later transaction.
+    private func commit(_ tx: GDBMTransaction) throws {
+        let ops = tx.finish()
+        guard !ops.isEmpty, let journal else { return }
+        let seq = lastSeq + 1
+        try journal.append(.transaction(seq: seq, ops: ops), sync: options.durability == .full)
+        lastSeq = seq
+        for op in ops { touchedSinceCheckpoint.insert(op.file) }
+        let layer = CommittedLayer(seq: seq, changes: tx.overlayChanges, ops: ops)
+        state.withLock { shared in
+            shared.pending.append(layer)
+            shared.catalog = tx.catalog
+            shared.generation &+= 1
+        }
+        tryApply()
+        // Readers that never let go would make pending commits pile up in memory: past a
+        // bound, the commit waits until no reader is open and applies them.
+        if state.withLock({ $0.pending.count }) >= GDBMEngine.maximumPendingCommits {
+            filesLock.writeLock()
+            defer { filesLock.unlock() }
+            do { try applyPending() } catch {
+                state.withLock { $0.failure = DepotError.wrap(error, as: .io, "Applying a commit to the GDBM files failed.") }
+            }
+        }
+    }
+
+    /// How many commits may wait in memory for readers to finish before a commit waits too.
+    static let maximumPendingCommits = 4096
+
+    /// Applies pending commits if no read transaction is open (writer thread).
+    private func tryApply() {
+        guard filesLock.tryWriteLock() else { return }
+        defer { filesLock.unlock() }
+        do {
+            try applyPending()
+            if commitsSinceMark >= options.syncEveryCommits || (journal?.size ?? 0) >= options.checkpointBytes {
+                try syncPoint(forceCheckpoint: false)
+            }
+        } catch {
+            state.withLock { $0.failure = DepotError.wrap(error, as: .io, "Applying a commit to the GDBM files failed.") }
+        }
+    }
+
+    /// Applies every pending commit to the primary files. Needs the files lock in write mode.
+    private func applyPending() throws {
+        let layers = state.withLock { $0.pending }
+        guard !layers.isEmpty else { return }
+        for layer in layers {
+            for op in layer.ops { try primary.apply(op) }
+        }
+        state.withLock { $0.pending.removeFirst(layers.count) }
+        commitsSinceMark += layers.count
+    }
+
+    /// Syncs the primary files and marks the journal `applied`; checkpoints when the journal
+    /// is large (or `forceCheckpoint` and it holds any transaction).
+    private func syncPoint(forceCheckpoint: Bool) throws {
+        // An `applied` mark must cover every journaled transaction.
+        guard let journal, state.withLock({ $0.pending.isEmpty }) else { return }
+        if commitsSinceMark > 0 {
+            try primary.syncAll()
+            try journal.sync()
+            try journal.append(.applied(seq: lastSeq), sync: options.durability == .full)
+            commitsSinceMark = 0
+        }
+        if journal.size >= options.checkpointBytes || (forceCheckpoint && lastSeq > journal.baseSeq) {
+            try checkpoint()
+        }
+    }
+
+    /// Folds the journal into the backup files and starts a fresh journal.
+    private func checkpoint() throws {
+        guard let journal else { return }
+        try journal.append(.checkpointBegin(seq: lastSeq), sync: true)
+        let touched = touchedSinceCheckpoint
+        // The primary files are synced here. When the files the journal touched are small
+        // next to it (bulk loads), copying them is far cheaper than replaying every op.
+        let touchedBytes = touched.reduce(0) { $0 + FileSystem.size(primary.path($1)) }
+        if touchedBytes <= 4 * journal.size {
+            backup.closeAll()
+            for id in touched {
+                if FileSystem.exists(primary.path(id)) {
+                    try FileSystem.copy(primary.path(id), to: backup.path(id))
+                } else {
+                    try FileSystem.remove(backup.path(id))
+                }
+            }
+        } else {
+            let (_, records, _) = try Journal.parse(try Journal.readAll(journal.fd, path: journal.path, fromStart: true))
+            for case .transaction(let seq, let ops) in records where seq > journal.baseSeq {
+                for op in ops { try backup.apply(op) }
+            }
+            try backup.syncAll()
+            backup.closeAll()
+        }
+        try FileSystem.syncDirectory(backup.directory)
+        let fresh = try Journal.create(path: journalPath, baseSeq: lastSeq)
+        journal.close()
+        self.journal = fresh
+        touchedSinceCheckpoint = []
+    }
+
+    // MARK: Integrity
+
+    /// Checks every stored record, catalog entry and index entry (as a read transaction).
+    func integrityCheck() throws -> [String] {
+        try read { tx in
+            var problems: [String] = []
+            for (name, meta) in tx.catalog.sorted(by: { $0.key < $1.key }) {
+                problems += tx.verify(collection: name, meta: meta)
+            }
+            return problems
+        }
+    }
+}

@@ -1,0 +1,176 @@
+import CGDBM
+import DepotCore
+import Foundation
+
+/// One open GDBM database file.
+///
+/// gdbm handles are not thread-safe: every call into gdbm holds `lock` (shared by the files
+/// of one directory), and only for the call itself. Changing the file (store, delete, sync,
+/// close) additionally needs the engine's write lock, so readers never see it change.
+final class GDBMFile {
+    private(set) var handle: OpaquePointer?
+    private let lock: NSLock
+    /// The file's name inside its directory (for messages).
+    let name: String
+    let path: String
+
+    private init(handle: OpaquePointer, name: String, path: String, lock: NSLock) {
+        self.handle = handle
+        self.lock = lock
+        self.name = name
+        self.path = path
+    }
+
+    /// Opens (and with `create`, creates) a GDBM file as a writer.
+    /// - Throws: `.locked`, `.corrupted` (not a GDBM file), `.io`.
+    static func open(path: String, name: String, create: Bool, readOnly: Bool = false, lock: NSLock = NSLock()) throws -> GDBMFile {
+        let mode: Int32 = readOnly ? GDBM_READER : (create ? GDBM_WRCREAT : GDBM_WRITER)
+        let flags = mode | GDBM_CLOEXEC | GDBM_XVERIFY
+        guard let dbf = gdbm_open(path, 0, flags, 0o644, nil) else {
+            let saved = errno
+            throw GDBMErrors.fromOpen(operation: "open", file: name, savedErrno: saved)
+        }
+        return GDBMFile(handle: dbf, name: name, path: path, lock: lock)
+    }
+
+    private func dbf() throws -> OpaquePointer {
+        guard let handle else { throw DepotError(.internal, "GDBM file '\(name)' used after close.") }
+        return handle
+    }
+
+    /// Calls `body` with the value stored under `key`; `nil` when there is none.
+    func fetch<T>(_ key: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
+        let dbf = try dbf()
+        lock.lock()
+        let found = key.withUnsafeBytes { raw -> datum in
+            let k = datum(dptr: UnsafeMutablePointer(mutating: raw.baseAddress?.assumingMemoryBound(to: CChar.self)), dsize: Int32(raw.count))
+            return gdbm_fetch(dbf, k)
+        }
+        guard let ptr = found.dptr else {
+            defer { lock.unlock() }
+            if Int(gdbm_last_errno(dbf)) == Int(GDBM_ITEM_NOT_FOUND) { return nil }
+            throw GDBMErrors.fromFile(dbf, operation: "read", file: name)
+        }
+        lock.unlock()
+        defer { free(ptr) }
+        return try body(UnsafeRawBufferPointer(start: ptr, count: Int(found.dsize)))
+    }
+
+    /// The value under `key` as bytes.
+    func fetch(_ key: [UInt8]) throws -> [UInt8]? { try fetch(key) { Array($0) } }
+
+    /// `true` when `key` is present.
+    func contains(_ key: [UInt8]) throws -> Bool {
+        let dbf = try dbf()
+        lock.lock()
+        defer { lock.unlock() }
+        let found = key.withUnsafeBytes { raw -> Int32 in
+            let k = datum(dptr: UnsafeMutablePointer(mutating: raw.baseAddress?.assumingMemoryBound(to: CChar.self)), dsize: Int32(raw.count))
+            return gdbm_exists(dbf, k)
+        }
+        if found != 0 { return true }
+        let code = Int(gdbm_last_errno(dbf))
+        if code == Int(GDBM_NO_ERROR) || code == Int(GDBM_ITEM_NOT_FOUND) { return false }
+        throw GDBMErrors.fromFile(dbf, operation: "read", file: name)
+    }
+
+    /// Stores `value` under `key`, replacing what was there.
+    func store(_ key: [UInt8], _ value: [UInt8]) throws {
+        let dbf = try dbf()
+        lock.lock()
+        defer { lock.unlock() }
+        let rc = key.withUnsafeBytes { kraw in
+            value.withUnsafeBytes { vraw -> Int32 in
+                let k = datum(dptr: UnsafeMutablePointer(mutating: kraw.baseAddress?.assumingMemoryBound(to: CChar.self)), dsize: Int32(kraw.count))
+                // gdbm rejects a NULL dptr even for an empty value; point at the key then.
+                let vptr = vraw.baseAddress ?? kraw.baseAddress
+                let v = datum(dptr: UnsafeMutablePointer(mutating: vptr?.assumingMemoryBound(to: CChar.self)), dsize: Int32(vraw.count))
+                return gdbm_store(dbf, k, v, GDBM_REPLACE)
+            }
+        }
+        if rc != 0 { throw GDBMErrors.fromFile(dbf, operation: "write", file: name) }
+    }
+
+    /// Removes `key`; a missing key is not an error.
+    func delete(_ key: [UInt8]) throws {
+        let dbf = try dbf()
+        lock.lock()
+        defer { lock.unlock() }
+        let rc = key.withUnsafeBytes { raw -> Int32 in
+            let k = datum(dptr: UnsafeMutablePointer(mutating: raw.baseAddress?.assumingMemoryBound(to: CChar.self)), dsize: Int32(raw.count))
+            return gdbm_delete(dbf, k)
+        }
+        if rc != 0 && Int(gdbm_last_errno(dbf)) != Int(GDBM_ITEM_NOT_FOUND) {
+            throw GDBMErrors.fromFile(dbf, operation: "delete from", file: name)
+        }
+    }
+
+    /// Calls `body` with each key (in hash order) until it returns `false`.
+    /// The file must not change during the walk.
+    func forEachKey(_ body: (UnsafeRawBufferPointer) throws -> Bool) throws {
+        let dbf = try dbf()
+        lock.lock()
+        var key = gdbm_firstkey(dbf)
+        var code = key.dptr == nil ? Int(gdbm_last_errno(dbf)) : 0
+        lock.unlock()
+        while let ptr = key.dptr {
+            let keep: Bool
+            do {
+                keep = try body(UnsafeRawBufferPointer(start: ptr, count: Int(key.dsize)))
+            } catch {
+                free(ptr)
+                throw error
+            }
+            if !keep {
+                free(ptr)
+                return
+            }
+            lock.lock()
+            let next = gdbm_nextkey(dbf, key)
+            if next.dptr == nil { code = Int(gdbm_last_errno(dbf)) }
+            lock.unlock()
+            free(ptr)
+            key = next
+        }
+        if code != Int(GDBM_ITEM_NOT_FOUND) && code != Int(GDBM_NO_ERROR) {
+            throw lock.withLock { GDBMErrors.fromFile(dbf, operation: "iterate", file: name) }
+        }
+    }
+
+    /// Every key, in hash order.
+    func allKeys() throws -> [[UInt8]] {
+        var keys: [[UInt8]] = []
+        try forEachKey { keys.append(Array($0)); return true }
+        return keys
+    }
+
+    /// The number of keys.
+    func count() throws -> Int {
+        let dbf = try dbf()
+        lock.lock()
+        defer { lock.unlock() }
+        var n: gdbm_count_t = 0
+        if gdbm_count(dbf, &n) != 0 { throw GDBMErrors.fromFile(dbf, operation: "count", file: name) }
+        return Int(clamping: n)
+    }
+
+    /// Writes gdbm's caches and header to the file and fsyncs it.
+    func sync() throws {
+        let dbf = try dbf()
+        lock.lock()
+        defer { lock.unlock() }
+        if gdbm_sync(dbf) != 0 { throw GDBMErrors.fromFile(dbf, operation: "sync", file: name) }
+    }
+
+    /// Closes the file (a clean close leaves a sound GDBM database). Idempotent.
+    func close() {
+        if let handle {
+            lock.lock()
+            defer { lock.unlock() }
+            gdbm_close(handle)
+            self.handle = nil
+        }
+    }
+
+    deinit { close() }
+}

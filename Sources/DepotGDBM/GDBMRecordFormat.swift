@@ -1,0 +1,24 @@
+import DepotCore
+
+/// Not public API: the record key and value format of the GDBM files, exposed for
+/// benchmarks that compare the driver with raw `gdbm_fetch`/`gdbm_store` on the same bytes.
+public enum _GDBMRecordFormat {
+    /// The GDBM key of a record id.
+    public static func key(for id: RecordID) -> [UInt8] { BinaryCodec.key(for: id) }
+
+    /// The stored value of a record (version, CRC-32, fields).
+    public static func encode(_ record: Record) -> [UInt8] {
+        BinaryCodec.encodeRecord(key: BinaryCodec.key(for: record.id), fields: record.fields)
+    }
+
+    /// Decodes a stored value, verifying its checksum.
+    /// - Throws: ``DepotError`` `.corrupted`.
+    public static func decode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, collection: String) throws -> Record {
+        let id = try BinaryCodec.id(fromKey: key)
+        do {
+            return Record(id: id, fields: try BinaryCodec.decodeFields(key: key, value: value))
+        } catch {
+            throw GDBMErrors.badRecord(error, collection: collection, id: id)
+        }
+    }
+}

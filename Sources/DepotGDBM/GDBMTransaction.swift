@@ -1,0 +1,688 @@
+import DepotCore
+import Foundation
+
+/// A transaction over a store: reads the committed GDBM files through an in-memory overlay
+/// of its own uncommitted changes. Used only on the engine's thread, only inside the
+/// closure it was given to.
+///
+/// A write transaction touches no file until commit: its changes (records, index entries,
+/// catalog entries) wait in ``overlays`` and ``postings``, and ``finish()``
+/// turns them into the physical ops the engine journals and applies.
+final class GDBMTransaction: WriteTransaction {
+    let engine: GDBMEngine
+    let writable: Bool
+    var isValid = true
+    /// The catalog as this transaction sees it (committed plus its own changes).
+    private(set) var catalog: [CollectionName: CollectionMeta]
+    /// The committed catalog when the transaction began.
+    private let startCatalog: [CollectionName: CollectionMeta]
+    /// Commits published but not yet applied to the files when the transaction began,
+    /// oldest first: part of its snapshot.
+    private let layers: [CommittedLayer]
+
+    enum Change {
+        case put([UInt8])
+        case delete
+    }
+
+    struct Overlay {
+        /// The committed file is ignored (dropped or rebuilt in this transaction).
+        var cleared = false
+        var changes: [[UInt8]: Change] = [:]
+    }
+
+    private var overlays: [FileID: Overlay] = [:]
+    /// Index posting lists changed in this transaction: collection → entry key → record keys.
+    private var postings: [CollectionName: [[UInt8]: Set<[UInt8]>]] = [:]
+
+    /// The commit count of the snapshot.
+    let generation: UInt64
+
+    init(engine: GDBMEngine, writable: Bool, catalog: [CollectionName: CollectionMeta], layers: [CommittedLayer], generation: UInt64) {
+        self.engine = engine
+        self.generation = generation
+        self.writable = writable
+        self.catalog = catalog
+        self.startCatalog = catalog
+        self.layers = layers
+    }
+
+    /// This transaction's changes per file (after ``finish()``): a commit's layer.
+    var overlayChanges: [FileID: Overlay] { overlays }
+
+    private func checkValid() throws {
+        guard isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
+    }
+
+    private func checkWritable() throws {
+        try checkValid()
+        guard writable else { throw DepotError(.unsupported, "Writes need a write transaction.") }
+    }
+
+    // MARK: Raw access
+
+    private func committedFile(_ id: FileID) throws -> GDBMFile? {
+        try engine.primary.file(id, create: false)
+    }
+
+    /// Where the snapshot's value of `key` in `file` is.
+    private enum Found {
+        case value([UInt8])
+        case absent
+        /// Not changed since the files were last written: read the file.
+        case inFile
+    }
+
+    private func find(_ file: FileID, _ key: [UInt8]) -> Found {
+        if let overlay = overlays[file] {
+            if let change = overlay.changes[key] {
+                if case .put(let value) = change { return .value(value) }
+                return .absent
+            }
+            if overlay.cleared { return .absent }
+        }
+        for layer in layers.reversed() {
+            guard let overlay = layer.changes[file] else { continue }
+            if let change = overlay.changes[key] {
+                if case .put(let value) = change { return .value(value) }
+                return .absent
+            }
+            if overlay.cleared { return .absent }
+        }
+        return .inFile
+    }
+
+    private func raw(_ id: FileID, _ key: [UInt8]) throws -> [UInt8]? {
+        switch find(id, key) {
+        case .value(let value): return value
+        case .absent: return nil
+        case .inFile: return try committedFile(id)?.fetch(key)
+        }
+    }
+
+    /// The snapshot's changes to `file` over what the file holds, and whether the file's
+    /// own contents still count (not when the file was dropped or rebuilt since).
+    private func merged(_ file: FileID) -> (fileVisible: Bool, changes: [[UInt8]: Change]) {
+        var visible = true
+        var changes: [[UInt8]: Change] = [:]
+        let stack = layers.compactMap { $0.changes[file] } + (overlays[file].map { [$0] } ?? [])
+        for overlay in stack {
+            if overlay.cleared {
+                visible = false
+                changes = [:]
+            }
+            if changes.isEmpty {
+                changes = overlay.changes
+            } else {
+                changes.merge(overlay.changes) { _, new in new }
+            }
+        }
+        return (visible, changes)
+    }
+
+    /// Calls `body` with every key and value of `file` in the snapshot until it returns `false`.
+    private func scanRaw(_ file: FileID, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
+        let (visible, changes) = merged(file)
+        var stopped = false
+        if visible, let committed = try committedFile(file) {
+            try committed.forEachKey { key in
+                let keyBytes = Array(key)
+                if !changes.isEmpty && changes[keyBytes] != nil { return true }
+                let keep = try committed.fetch(keyBytes) { value in try body(key, value) }
+                if keep == false {
+                    stopped = true
+                    return false
+                }
+                return true
+            }
+        }
+        guard !stopped else { return }
+        for (key, change) in changes {
+            guard case .put(let value) = change else { continue }
+            let keep = try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try body(k, v) } }
+            if !keep { return }
+        }
+    }
+
+    private func setRaw(_ id: FileID, _ key: [UInt8], _ change: Change) {
+        overlays[id, default: Overlay()].changes[key] = change
+    }
+
+    private func clear(_ id: FileID) {
+        overlays[id] = Overlay(cleared: true, changes: [:])
+    }
+
+    // MARK: Records
+
+    private func decodeRecord(_ collection: CollectionName, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws -> Record {
+        guard let id = try? BinaryCodec.id(fromKey: key) else {
+            throw GDBMErrors.corrupted("A record key in collection '\(collection)' cannot be decoded.", collection: collection.rawValue)
+        }
+        do {
+            return Record(id: id, fields: try BinaryCodec.decodeFields(key: key, value: value))
+        } catch {
+            throw GDBMErrors.badRecord(error, collection: collection.rawValue, id: id)
+        }
+    }
+
+    private func loadRecord(_ collection: CollectionName, key: [UInt8]) throws -> Record? {
+        let file = FileID.records(collection)
+        switch find(file, key) {
+        case .value(let value):
+            return try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try decodeRecord(collection, key: k, value: v) } }
+        case .absent:
+            return nil
+        case .inFile:
+            guard let committed = try committedFile(file) else { return nil }
+            return try committed.fetch(key) { value in try key.withUnsafeBytes { k in try decodeRecord(collection, key: k, value: value) } }
+        }
+    }
+
+    /// Calls `body` with every record of the collection in the snapshot until it returns `false`.
+    private func scan(_ collection: CollectionName, _ body: (Record) throws -> Bool) throws {
+        try scanRaw(.records(collection)) { key, value in try body(try decodeRecord(collection, key: key, value: value)) }
+    }
+
+    // MARK: Index entries
+
+    static func uniqueEntryKey(_ name: String, _ values: [FieldValue]) -> [UInt8] {
+        [UInt8(ascii: "U")] + Array(name.utf8) + [0] + BinaryCodec.indexKeyBytes(values)
+    }
+
+    static func indexEntryKey(_ name: String, _ values: [FieldValue]) -> [UInt8] {
+        [UInt8(ascii: "I")] + Array(name.utf8) + [0] + BinaryCodec.indexKeyBytes(values)
+    }
+
+    /// The normalized key of `record` under an index's fields (`nil`: a field is null).
+    static func indexKey(_ fields: [String], _ record: Record) -> [FieldValue]? {
+        UniqueConstraint(fields).key(for: record)
+    }
+
+    /// Query equality's normal form of a value (`1.0` → `1`, `-0.0` → `0`).
+    static func normalize(_ value: FieldValue) -> FieldValue {
+        UniqueConstraint(["v"]).key(for: Record(id: 0, fields: ["v": value]))?.first ?? value
+    }
+
+    static func encodePosting(_ ids: Set<[UInt8]>) -> [UInt8] {
+        var w = ByteWriter()
+        w.varint(ids.count)
+        for id in ids.sorted(by: { $0.lexicographicallyPrecedes($1) }) { w.blob(id) }
+        return BinaryCodec.sealed(w.bytes)
+    }
+
+    static func decodePosting(_ bytes: UnsafeRawBufferPointer) -> Set<[UInt8]>? {
+        guard let payload = BinaryCodec.unsealed(bytes) else { return nil }
+        var r = ByteReader(payload)
+        guard let n = try? r.varint(), n <= r.remaining else { return nil }
+        var out = Set<[UInt8]>()
+        for _ in 0..<n {
+            guard let id = try? r.blob() else { return nil }
+            out.insert(id)
+        }
+        return r.isAtEnd ? out : nil
+    }
+
+    private func uniqueOwner(_ collection: CollectionName, _ entryKey: [UInt8]) throws -> [UInt8]? {
+        guard let value = try raw(.index(collection), entryKey) else { return nil }
+        guard let owner = value.withUnsafeBytes({ BinaryCodec.unsealed($0).map(Array.init) }) else {
+            throw GDBMErrors.corrupted("A unique-constraint entry of collection '\(collection)' fails its checksum.", collection: collection.rawValue)
+        }
+        return owner
+    }
+
+    private func posting(_ collection: CollectionName, _ entryKey: [UInt8]) throws -> Set<[UInt8]> {
+        if let changed = postings[collection]?[entryKey] { return changed }
+        guard let value = try raw(.index(collection), entryKey) else { return [] }
+        guard let set = value.withUnsafeBytes({ GDBMTransaction.decodePosting($0) }) else {
+            throw GDBMErrors.corrupted("An index entry of collection '\(collection)' fails its checksum.", collection: collection.rawValue)
+        }
+        return set
+    }
+
+    private func updatePosting(_ collection: CollectionName, _ entryKey: [UInt8], _ change: (inout Set<[UInt8]>) -> Void) throws {
+        var set = try posting(collection, entryKey)
+        change(&set)
+        postings[collection, default: [:]][entryKey] = set
+    }
+
+    /// Fails with `.uniqueViolation` if `record` would collide with another record.
+    private func checkUnique(_ record: Record, idKey: [UInt8], in collection: CollectionName, meta: CollectionMeta) throws {
+        for constraint in meta.schema.uniqueConstraints {
+            guard let key = constraint.key(for: record),
+                let owner = try uniqueOwner(collection, GDBMTransaction.uniqueEntryKey(constraint.name, key)), owner != idKey
+            else { continue }
+            throw DepotError(
+                .uniqueViolation, "Another record already has these values for unique constraint '\(constraint.name)' (\(constraint.fields.joined(separator: ", "))).",
+                collection: collection.rawValue, id: record.id, constraint: constraint.name)
+        }
+    }
+
+    /// Moves the index entries of a record from `old` to `new` (either may be `nil`).
+    private func moveEntries(from old: Record?, to new: Record?, idKey: [UInt8], in collection: CollectionName, meta: CollectionMeta) throws {
+        for constraint in meta.schema.uniqueConstraints {
+            let oldKey = old.flatMap { constraint.key(for: $0) }
+            let newKey = new.flatMap { constraint.key(for: $0) }
+            if oldKey == newKey { continue }
+            if let oldKey {
+                let entry = GDBMTransaction.uniqueEntryKey(constraint.name, oldKey)
+                if try uniqueOwner(collection, entry) == idKey { setRaw(.index(collection), entry, .delete) }
+            }
+            if let newKey {
+                setRaw(.index(collection), GDBMTransaction.uniqueEntryKey(constraint.name, newKey), .put(BinaryCodec.sealed(idKey)))
+            }
+        }
+        for index in meta.schema.indexes {
+            let oldKey = old.flatMap { GDBMTransaction.indexKey(index.fields, $0) }
+            let newKey = new.flatMap { GDBMTransaction.indexKey(index.fields, $0) }
+            if oldKey == newKey { continue }
+            if let oldKey { try updatePosting(collection, GDBMTransaction.indexEntryKey(index.name, oldKey)) { $0.remove(idKey) } }
+            if let newKey { try updatePosting(collection, GDBMTransaction.indexEntryKey(index.name, newKey)) { $0.insert(idKey) } }
+        }
+    }
+
+    /// Stores `record` (already free of nulls) after checking uniqueness; nothing changes
+    /// when a check fails.
+    private func put(_ record: Record, existing: Record?, into collection: CollectionName, meta: CollectionMeta) throws {
+        let idKey = BinaryCodec.key(for: record.id)
+        try checkUnique(record, idKey: idKey, in: collection, meta: meta)
+        try moveEntries(from: existing, to: record, idKey: idKey, in: collection, meta: meta)
+        setRaw(.records(collection), idKey, .put(BinaryCodec.encodeRecord(key: idKey, fields: record.fields)))
+        var meta = meta
+        if case .int(let i) = record.id, i > meta.lastAssignedID { meta.lastAssignedID = i }
+        catalog[collection] = meta
+    }
+
+    // MARK: Query planning
+
+    /// How a filter's candidates are found.
+    enum Access {
+        case scan
+        case ids([RecordID])
+        case entries([[UInt8]], name: String, unique: Bool)
+    }
+
+    func access(for filter: Filter, meta: CollectionMeta) -> Access {
+        let conjuncts: [Filter]
+        if case .and(let parts) = filter { conjuncts = parts } else { conjuncts = [filter] }
+        func ids(_ values: [FieldValue]) -> [RecordID] {
+            var out = Set<RecordID>()
+            for value in values {
+                switch (GDBMTransaction.normalize(value), meta.schema.idKind) {
+                case (.int(let i), .int): out.insert(.int(i))
+                case (.string(let s), .string): out.insert(.string(s))
+                default: break
+                }
+            }
+            return out.sorted()
+        }
+        for part in conjuncts {
+            if case .equal("id", let value) = part { return .ids(ids([value])) }
+            if case .isIn("id", let values) = part { return .ids(ids(values)) }
+        }
+        var equal: [String: FieldValue] = [:]
+        var among: [String: [FieldValue]] = [:]
+        for part in conjuncts {
+            if case .equal(let field, let value) = part, !value.isNull { equal[field] = GDBMTransaction.normalize(value) }
+            if case .isIn(let field, let values) = part, !values.contains(where: \.isNull) { among[field] = values.map(GDBMTransaction.normalize) }
+        }
+        func covered(_ fields: [String]) -> [FieldValue]? {
+            let values = fields.compactMap { equal[$0] }
+            return values.count == fields.count ? values : nil
+        }
+        for u in meta.schema.uniqueConstraints {
+            if let values = covered(u.fields) { return .entries([GDBMTransaction.uniqueEntryKey(u.name, values)], name: u.name, unique: true) }
+        }
+        for i in meta.schema.indexes {
+            if let values = covered(i.fields) { return .entries([GDBMTransaction.indexEntryKey(i.name, values)], name: i.name, unique: false) }
+        }
+        for u in meta.schema.uniqueConstraints where u.fields.count == 1 {
+            if let values = among[u.fields[0]] { return .entries(values.map { GDBMTransaction.uniqueEntryKey(u.name, [$0]) }, name: u.name, unique: true) }
+        }
+        for i in meta.schema.indexes where i.fields.count == 1 {
+            if let values = among[i.fields[0]] { return .entries(values.map { GDBMTransaction.indexEntryKey(i.name, [$0]) }, name: i.name, unique: false) }
+        }
+        return .scan
+    }
+
+    /// Calls `body` with each candidate record of `access` (a superset of the matches).
+    private func candidates(_ collection: CollectionName, _ access: Access, _ body: (Record) throws -> Bool) throws {
+        switch access {
+        case .scan:
+            try scan(collection, body)
+        case .ids(let ids):
+            for id in ids {
+                if let record = try loadRecord(collection, key: BinaryCodec.key(for: id)), try !body(record) { return }
+            }
+        case .entries(let keys, _, let unique):
+            var seen = Set<[UInt8]>()
+            for entry in keys {
+                let found: [[UInt8]]
+                if unique {
+                    found = try uniqueOwner(collection, entry).map { [$0] } ?? []
+                } else {
+                    found = Array(try posting(collection, entry))
+                }
+                for idKey in found where seen.insert(idKey).inserted {
+                    if let record = try loadRecord(collection, key: idKey), try !body(record) { return }
+                }
+            }
+        }
+    }
+
+    /// The matches of `query`, sorted and paged.
+    private func results(_ query: Query, in collection: CollectionName) throws -> [Record] {
+        guard let meta = catalog[collection] else { return [] }
+        var matched: [Record] = []
+        try candidates(collection, access(for: query.filter, meta: meta)) { record in
+            if QueryEvaluator.matches(query.filter, record) { matched.append(record) }
+            return true
+        }
+        matched.sort { QueryEvaluator.precedes($0, $1, sort: query.sort) }
+        return QueryEvaluator.page(matched, offset: query.offset, limit: query.limit)
+    }
+
+    /// The ids of the matches of `query` in result order, holding only ids and sort values
+    /// in memory (for streams).
+    func orderedIDs(_ query: Query, in collection: CollectionName) throws -> [RecordID] {
+        try checkValid()
+        try query.validate()
+        guard let meta = catalog[collection] else { return [] }
+        var keys: [Record] = []
+        try candidates(collection, access(for: query.filter, meta: meta)) { record in
+            if QueryEvaluator.matches(query.filter, record) {
+                var slim: [String: FieldValue] = [:]
+                for key in query.sort where key.field != "id" { slim[key.field] = record.fields[key.field] }
+                keys.append(Record(id: record.id, fields: slim))
+            }
+            return true
+        }
+        keys.sort { QueryEvaluator.precedes($0, $1, sort: query.sort) }
+        return QueryEvaluator.page(keys, offset: query.offset, limit: query.limit).map(\.id)
+    }
+
+    /// The records of `ids` that still exist and match `filter` (a stream's page).
+    func records(_ ids: ArraySlice<RecordID>, in collection: CollectionName, recheck filter: Filter?) throws -> [Record] {
+        try checkValid()
+        var out: [Record] = []
+        out.reserveCapacity(ids.count)
+        for id in ids {
+            guard let record = try loadRecord(collection, key: BinaryCodec.key(for: id)) else { continue }
+            if let filter, !QueryEvaluator.matches(filter, record) { continue }
+            out.append(record)
+        }
+        return out
+    }
+
+    // MARK: ReadTransaction
+
+    func collectionNames() throws -> [CollectionName] {
+        try checkValid()
+        return catalog.keys.sorted()
+    }
+
+    func schema(of collection: CollectionName) throws -> CollectionSchema? {
+        try checkValid()
+        return catalog[collection]?.schema
+    }
+
+    func get(_ id: RecordID, from collection: CollectionName) throws -> Record? {
+        try checkValid()
+        guard catalog[collection] != nil else { return nil }
+        return try loadRecord(collection, key: BinaryCodec.key(for: id))
+    }
+
+    func forEach(_ query: Query, in collection: CollectionName, _ body: (Record) throws -> Bool) throws {
+        try checkValid()
+        try query.validate()
+        for record in try results(query, in: collection) where try !body(record) { break }
+    }
+
+    func count(_ filter: Filter, in collection: CollectionName) throws -> Int {
+        try checkValid()
+        try filter.validate()
+        guard let meta = catalog[collection] else { return 0 }
+        if case .all = filter, overlays[.records(collection)] == nil, !layers.contains(where: { $0.changes[.records(collection)] != nil }) {
+            return try committedFile(.records(collection))?.count() ?? 0
+        }
+        var n = 0
+        try candidates(collection, access(for: filter, meta: meta)) { record in
+            if QueryEvaluator.matches(filter, record) { n += 1 }
+            return true
+        }
+        return n
+    }
+
+    func explain(_ query: Query, in collection: CollectionName) throws -> QueryPlan {
+        try checkValid()
+        try query.validate()
+        let file = FileID.records(collection).fileName
+        let tail = "the shared evaluator applies the filter, sorts (id order by default) and pages"
+        guard let meta = catalog[collection] else {
+            return QueryPlan(backend: "gdbm", filterInEngine: false, sortInEngine: false, pagingInEngine: false, detail: "collection '\(collection)' does not exist: no records")
+        }
+        switch access(for: query.filter, meta: meta) {
+        case .scan:
+            return QueryPlan(backend: "gdbm", filterInEngine: false, sortInEngine: false, pagingInEngine: false, detail: "full scan of \(file); \(tail)")
+        case .ids(let ids):
+            return QueryPlan(
+                backend: "gdbm", filterInEngine: false, sortInEngine: false, pagingInEngine: false, indexesUsed: ["id"],
+                detail: "direct fetch of \(ids.count) id(s) from \(file); \(tail)")
+        case .entries(let keys, let name, let unique):
+            return QueryPlan(
+                backend: "gdbm", filterInEngine: false, sortInEngine: false, pagingInEngine: false, indexesUsed: [name],
+                detail: "lookup of \(keys.count) \(unique ? "unique-constraint" : "index") entr\(keys.count == 1 ? "y" : "ies") '\(name)' in \(FileID.index(collection).fileName), then fetch by id; \(tail)")
+        }
+    }
+
+    // MARK: WriteTransaction
+
+    private func metaForWrite(_ collection: CollectionName, kind: IDKind) throws -> CollectionMeta {
+        try checkWritable()
+        if let meta = catalog[collection] {
+            guard meta.schema.idKind == kind else {
+                throw DepotError(.invalidValue, "Collection '\(collection)' uses \(meta.schema.idKind) ids; got a \(kind) id.", collection: collection.rawValue)
+            }
+            return meta
+        }
+        return CollectionMeta(schema: CollectionSchema(name: collection, idKind: kind), lastAssignedID: 0)
+    }
+
+    func prepare(_ schema: CollectionSchema) throws {
+        try checkWritable()
+        try schema.validate()
+        let name = schema.name
+        guard let existing = catalog[name] else {
+            catalog[name] = CollectionMeta(schema: schema, lastAssignedID: 0)
+            return
+        }
+        guard existing.schema.idKind == schema.idKind else {
+            throw DepotError(.schemaMismatch, "Collection '\(name)' uses \(existing.schema.idKind) ids, not \(schema.idKind).", collection: name.rawValue)
+        }
+        if existing.schema == schema { return }
+        let meta = CollectionMeta(schema: schema, lastAssignedID: existing.lastAssignedID)
+        // Check every record against the new constraints before changing anything.
+        var records: [Record] = []
+        var seen: [String: Set<[FieldValue]>] = [:]
+        try scan(name) { record in
+            for constraint in schema.uniqueConstraints {
+                guard let key = constraint.key(for: record) else { continue }
+                if !seen[constraint.name, default: []].insert(key).inserted {
+                    throw DepotError(
+                        .uniqueViolation, "Existing records break unique constraint '\(constraint.name)'.", collection: name.rawValue, id: record.id,
+                        constraint: constraint.name)
+                }
+            }
+            records.append(record)
+            return true
+        }
+        clear(.index(name))
+        postings[name] = nil
+        for record in records {
+            try moveEntries(from: nil, to: record, idKey: BinaryCodec.key(for: record.id), in: name, meta: meta)
+        }
+        catalog[name] = meta
+    }
+
+    func dropCollection(_ collection: CollectionName) throws -> Bool {
+        try checkWritable()
+        guard catalog[collection] != nil else { return false }
+        catalog[collection] = nil
+        clear(.records(collection))
+        clear(.index(collection))
+        postings[collection] = nil
+        return true
+    }
+
+    func insert(_ record: Record, into collection: CollectionName) throws {
+        let record = record.withoutNulls
+        let meta = try metaForWrite(collection, kind: record.id.kind)
+        if try loadRecord(collection, key: BinaryCodec.key(for: record.id)) != nil {
+            throw DepotError(.alreadyExists, "A record with id \(record.id) exists.", collection: collection.rawValue, id: record.id)
+        }
+        try put(record, existing: nil, into: collection, meta: meta)
+    }
+
+    func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID {
+        let meta = try metaForWrite(collection, kind: .int)
+        guard meta.lastAssignedID < Int64.max else {
+            throw DepotError(.invalidValue, "No integer ids are left in '\(collection)'.", collection: collection.rawValue)
+        }
+        let record = Record(id: .int(meta.lastAssignedID + 1), fields: fields).withoutNulls
+        let existing = try loadRecord(collection, key: BinaryCodec.key(for: record.id))
+        try put(record, existing: existing, into: collection, meta: meta)
+        return record.id
+    }
+
+    func update(_ record: Record, in collection: CollectionName) throws {
+        let record = record.withoutNulls
+        let meta = try metaForWrite(collection, kind: record.id.kind)
+        guard let existing = try loadRecord(collection, key: BinaryCodec.key(for: record.id)) else {
+            throw DepotError(.notFound, "No record with id \(record.id).", collection: collection.rawValue, id: record.id)
+        }
+        try put(record, existing: existing, into: collection, meta: meta)
+    }
+
+    func save(_ record: Record, into collection: CollectionName) throws -> WriteOutcome {
+        let record = record.withoutNulls
+        let meta = try metaForWrite(collection, kind: record.id.kind)
+        let existing = try loadRecord(collection, key: BinaryCodec.key(for: record.id))
+        try put(record, existing: existing, into: collection, meta: meta)
+        return existing == nil ? .inserted : .updated
+    }
+
+    func delete(_ id: RecordID, from collection: CollectionName) throws -> Bool {
+        try checkWritable()
+        guard let meta = catalog[collection] else { return false }
+        let idKey = BinaryCodec.key(for: id)
+        guard let existing = try loadRecord(collection, key: idKey) else { return false }
+        try moveEntries(from: existing, to: nil, idKey: idKey, in: collection, meta: meta)
+        setRaw(.records(collection), idKey, .delete)
+        return true
+    }
+
+    func delete(matching filter: Filter, from collection: CollectionName) throws -> Int {
+        try checkWritable()
+        try filter.validate()
+        return try deleteEach(matching: filter, from: collection)
+    }
+
+    // MARK: Commit
+
+    /// The physical changes of this transaction, relative to the catalog it began with.
+    func finish() -> [FileOp] {
+        let committedCatalog = startCatalog
+        for (collection, entries) in postings {
+            for (key, ids) in entries {
+                setRaw(.index(collection), key, ids.isEmpty ? .delete : .put(GDBMTransaction.encodePosting(ids)))
+            }
+        }
+        postings.removeAll()
+        var ops: [FileOp] = []
+        for name in Set(committedCatalog.keys).union(catalog.keys).sorted() {
+            let old = committedCatalog[name], new = catalog[name]
+            if let new, new != old {
+                ops.append(.put(.catalog, key: CollectionMeta.catalogKey(name), value: new.encoded()))
+            } else if new == nil, old != nil {
+                ops.append(.delete(.catalog, key: CollectionMeta.catalogKey(name)))
+            }
+        }
+        for (file, overlay) in overlays {
+            if overlay.cleared { ops.append(.drop(file)) }
+            for (key, change) in overlay.changes {
+                switch change {
+                case .put(let value): ops.append(.put(file, key: key, value: value))
+                case .delete: if !overlay.cleared { ops.append(.delete(file, key: key)) }
+                }
+            }
+        }
+        return ops
+    }
+
+    // MARK: Integrity
+
+    /// Problems in one collection's stored records and index entries.
+    func verify(collection: CollectionName, meta: CollectionMeta) -> [String] {
+        var problems: [String] = []
+        var uniques: [[UInt8]: [UInt8]] = [:]
+        var indexes: [[UInt8]: Set<[UInt8]>] = [:]
+        do {
+            try scanRaw(.records(collection)) { keyRaw, valueRaw in
+                let key = Array(keyRaw)
+                do {
+                    let record = try decodeRecord(collection, key: keyRaw, value: valueRaw)
+                    if record.id.kind != meta.schema.idKind { problems.append("\(collection): record \(record.id) has a \(record.id.kind) id") }
+                    if case .int(let i) = record.id, i > meta.lastAssignedID {
+                        problems.append("\(collection): record \(record.id) is above the last assigned id \(meta.lastAssignedID)")
+                    }
+                    for u in meta.schema.uniqueConstraints {
+                        guard let k = u.key(for: record) else { continue }
+                        let entry = GDBMTransaction.uniqueEntryKey(u.name, k)
+                        if uniques[entry] != nil { problems.append("\(collection): records break unique constraint '\(u.name)'") }
+                        uniques[entry] = key
+                    }
+                    for i in meta.schema.indexes {
+                        guard let k = GDBMTransaction.indexKey(i.fields, record) else { continue }
+                        indexes[GDBMTransaction.indexEntryKey(i.name, k), default: []].insert(key)
+                    }
+                } catch {
+                    problems.append("\(collection): \(error)")
+                }
+                return true
+            }
+            try scanRaw(.index(collection)) { keyRaw, value in
+                let key = Array(keyRaw)
+                if key.first == UInt8(ascii: "U") {
+                    let owner = BinaryCodec.unsealed(value).map(Array.init)
+                    if owner == nil || uniques.removeValue(forKey: key) != owner {
+                        problems.append("\(collection): a unique-constraint entry does not match the records")
+                    }
+                } else {
+                    let set = GDBMTransaction.decodePosting(value)
+                    if set == nil || indexes.removeValue(forKey: key) != set {
+                        problems.append("\(collection): an index entry does not match the records")
+                    }
+                }
+                return true
+            }
+            if !uniques.isEmpty { problems.append("\(collection): \(uniques.count) unique-constraint entries are missing") }
+            if !indexes.isEmpty { problems.append("\(collection): \(indexes.count) index entries are missing") }
+        } catch {
+            problems.append("\(collection): \(error)")
+        }
+        return problems
+    }
+}
+
+/// A commit published to readers but not yet applied to the GDBM files: its changes per
+/// file (what reads consult) and its ops (what the writer applies). Immutable.
+final class CommittedLayer: Sendable {
+    let seq: UInt64
+    let changes: [FileID: GDBMTransaction.Overlay]
+    let ops: [FileOp]
+
+    init(seq: UInt64, changes: [FileID: GDBMTransaction.Overlay], ops: [FileOp]) {
+        self.seq = seq
+        self.changes = changes
+        self.ops = ops
+    }
+}

@@ -1,0 +1,415 @@
+import DepotCore
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A GDBM file of a store: the catalog, or a collection's records or index entries.
+/// File names come only from validated ``CollectionName``s.
+enum FileID: Hashable, Sendable {
+    case catalog
+    case records(CollectionName)
+    case index(CollectionName)
+
+    var fileName: String {
+        switch self {
+        case .catalog: "_depotsys_catalog.gdbm"
+        case .records(let c): "\(c.rawValue).records.gdbm"
+        case .index(let c): "\(c.rawValue).index.gdbm"
+        }
+    }
+
+    var collection: CollectionName? {
+        switch self {
+        case .catalog: nil
+        case .records(let c), .index(let c): c
+        }
+    }
+
+    /// Parses a file name found on disk; `nil` for anything that is not one of ours.
+    init?(fileName: String) {
+        if fileName == "_depotsys_catalog.gdbm" {
+            self = .catalog
+            return
+        }
+        for (suffix, make) in [(".records.gdbm", FileID.records), (".index.gdbm", FileID.index)] where fileName.hasSuffix(suffix) {
+            guard let name = try? CollectionName(validating: String(fileName.dropLast(suffix.count))) else { return nil }
+            self = make(name)
+            return
+        }
+        return nil
+    }
+
+    func write(to w: inout ByteWriter) {
+        switch self {
+        case .catalog: w.u8(0)
+        case .records(let c): w.u8(1); w.string(c.rawValue)
+        case .index(let c): w.u8(2); w.string(c.rawValue)
+        }
+    }
+
+    static func read(_ r: inout ByteReader) throws -> FileID {
+        switch try r.u8() {
+        case 0: return .catalog
+        case 1: return .records(try name(&r))
+        case 2: return .index(try name(&r))
+        default: throw ByteReader.Malformed()
+        }
+    }
+
+    private static func name(_ r: inout ByteReader) throws -> CollectionName {
+        guard let name = try? CollectionName(validating: try r.string()) else { throw ByteReader.Malformed() }
+        return name
+    }
+}
+
+/// One physical change to a GDBM file. Each op sets a final state (a value, an absence,
+/// an empty file), so replaying a transaction's ops from the state before it is exact and
+/// replaying them twice changes nothing.
+enum FileOp: Sendable {
+    case put(FileID, key: [UInt8], value: [UInt8])
+    case delete(FileID, key: [UInt8])
+    /// Removes the whole file (a dropped collection).
+    case drop(FileID)
+
+    /// The file the op changes.
+    var file: FileID {
+        switch self {
+        case .put(let f, _, _), .delete(let f, _), .drop(let f): f
+        }
+    }
+}
+
+/// A record of the redo journal.
+enum JournalRecord: Sendable {
+    /// A committed write transaction: its sequence number and every change it made.
+    case transaction(seq: UInt64, ops: [FileOp])
+    /// The primary GDBM files hold every transaction up to `seq` and were synced.
+    case applied(seq: UInt64)
+    /// A checkpoint of transactions up to `seq` into the backup files has started.
+    case checkpointBegin(seq: UInt64)
+
+    var seq: UInt64 {
+        switch self {
+        case .transaction(let s, _), .applied(let s), .checkpointBegin(let s): s
+        }
+    }
+}
+
+/// The redo journal: `store/journal`.
+///
+/// Layout: a 24-byte header (`DEPOTJNL`, format version u32, base sequence u64, CRC-32 of
+/// the first 20 bytes), then records, each `payload length u32 | CRC-32 u32 | payload`
+/// (little-endian). A payload is a type byte (1 transaction, 2 applied, 3 checkpoint begin),
+/// a sequence number u64, and for a transaction a varint op count and the ops.
+/// Reading stops at the first record that is short or fails its checksum (a torn tail: it
+/// was never acknowledged), and the file is cut there.
+final class Journal {
+    static let magic: [UInt8] = Array("DEPOTJNL".utf8)
+    static let formatVersion: UInt32 = 1
+    static let headerSize = 24
+
+    let path: String
+    private(set) var fd: Int32
+    /// Transactions with a sequence number up to this are in the backup files.
+    let baseSeq: UInt64
+    /// Current length of the file in bytes.
+    private(set) var size: Int
+
+    private init(path: String, fd: Int32, baseSeq: UInt64, size: Int) {
+        self.path = path
+        self.fd = fd
+        self.baseSeq = baseSeq
+        self.size = size
+    }
+
+    /// Writes a fresh journal with `baseSeq` next to `path` and renames it into place
+    /// (fsync of the file and its directory first), then opens it.
+    static func create(path: String, baseSeq: UInt64) throws -> Journal {
+        let tmp = path + ".new"
+        var w = ByteWriter(capacity: headerSize)
+        w.bytes.append(contentsOf: magic)
+        w.u32(formatVersion)
+        w.u64(baseSeq)
+        w.u32(CRC32.checksum(w.bytes))
+        let fd = Glibc.open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw GDBMErrors.system(errno, "create", path: tmp) }
+        do {
+            try writeAll(fd, w.bytes, path: tmp)
+            guard fsync(fd) == 0 else { throw GDBMErrors.system(errno, "sync", path: tmp) }
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+        Glibc.close(fd)
+        guard rename(tmp, path) == 0 else { throw GDBMErrors.system(errno, "rename", path: tmp) }
+        try FileSystem.syncDirectory((path as NSString).deletingLastPathComponent)
+        let opened = try open(path: path)
+        return opened.journal
+    }
+
+    /// Opens the journal, reads every complete record, and cuts off a torn tail.
+    /// - Throws: `.corrupted` when the header is not a Depot journal; `.io`.
+    static func open(path: String) throws -> (journal: Journal, records: [JournalRecord]) {
+        let fd = Glibc.open(path, O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { throw GDBMErrors.system(errno, "open", path: path) }
+        do {
+            let bytes = try readAll(fd, path: path)
+            let (baseSeq, records, validLength) = try parse(bytes)
+            if validLength < bytes.count {
+                guard ftruncate(fd, off_t(validLength)) == 0 else { throw GDBMErrors.system(errno, "truncate", path: path) }
+                guard fsync(fd) == 0 else { throw GDBMErrors.system(errno, "sync", path: path) }
+            }
+            guard lseek(fd, off_t(validLength), SEEK_SET) >= 0 else { throw GDBMErrors.system(errno, "seek", path: path) }
+            return (Journal(path: path, fd: fd, baseSeq: baseSeq, size: validLength), records)
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+    }
+
+    /// Parses journal bytes: the base sequence, the complete records, and the length of the
+    /// valid prefix.
+    static func parse(_ bytes: [UInt8]) throws -> (UInt64, [JournalRecord], Int) {
+        try bytes.withUnsafeBytes { raw in
+            guard raw.count >= headerSize, Array(raw[0..<8]) == magic else {
+                throw GDBMErrors.corrupted("The GDBM store's journal is not a Depot journal.")
+            }
+            var r = ByteReader(raw, from: 8)
+            let version = try r.u32()
+            let baseSeq = try r.u64()
+            let crc = try r.u32()
+            guard crc == CRC32.update(0, UnsafeRawBufferPointer(rebasing: raw[0..<20])) else {
+                throw GDBMErrors.corrupted("The GDBM store's journal header fails its checksum.")
+            }
+            guard version == formatVersion else {
+                throw DepotError(.schemaMismatch, "The GDBM store's journal has format \(version); this driver reads format \(formatVersion).")
+            }
+            var records: [JournalRecord] = []
+            var valid = headerSize
+            while r.remaining >= 8 {
+                guard let length = try? r.u32(), let sum = try? r.u32(), Int(length) <= r.remaining,
+                    let payload = try? r.slice(Int(length)), CRC32.update(0, payload) == sum,
+                    let record = try? decode(payload)
+                else { break }
+                records.append(record)
+                valid = r.position
+            }
+            return (baseSeq, records, valid)
+        }
+    }
+
+    /// Appends one record; with `sync`, fsyncs before returning. On failure the file is cut
+    /// back to where it was, so no partial record stays behind.
+    func append(_ record: JournalRecord, sync: Bool) throws {
+        let payload = Journal.encode(record)
+        var w = ByteWriter(capacity: payload.count + 8)
+        w.u32(UInt32(payload.count))
+        w.u32(CRC32.checksum(payload))
+        w.bytes.append(contentsOf: payload)
+        do {
+            try Journal.writeAll(fd, w.bytes, path: path)
+            if sync { try self.sync() }
+            size += w.bytes.count
+        } catch {
+            _ = ftruncate(fd, off_t(size))
+            _ = lseek(fd, off_t(size), SEEK_SET)
+            throw error
+        }
+    }
+
+    /// fsyncs the journal.
+    func sync() throws {
+        guard fsync(fd) == 0 else { throw GDBMErrors.system(errno, "sync", path: path) }
+    }
+
+    func close() {
+        if fd >= 0 {
+            Glibc.close(fd)
+            fd = -1
+        }
+    }
+
+    deinit { close() }
+
+    // MARK: Encoding
+
+    static func encode(_ record: JournalRecord) -> [UInt8] {
+        var w = ByteWriter(capacity: 64)
+        switch record {
+        case .transaction(let seq, let ops):
+            w.u8(1)
+            w.u64(seq)
+            w.varint(ops.count)
+            for op in ops {
+                switch op {
+                case .put(let file, let key, let value):
+                    w.u8(1); file.write(to: &w); w.blob(key); w.blob(value)
+                case .delete(let file, let key):
+                    w.u8(2); file.write(to: &w); w.blob(key)
+                case .drop(let file):
+                    w.u8(3); file.write(to: &w)
+                }
+            }
+        case .applied(let seq):
+            w.u8(2)
+            w.u64(seq)
+        case .checkpointBegin(let seq):
+            w.u8(3)
+            w.u64(seq)
+        }
+        return w.bytes
+    }
+
+    static func decode(_ payload: UnsafeRawBufferPointer) throws -> JournalRecord {
+        var r = ByteReader(payload)
+        let type = try r.u8()
+        let seq = try r.u64()
+        switch type {
+        case 1:
+            let n = try r.varint()
+            guard n <= r.remaining else { throw ByteReader.Malformed() }
+            var ops: [FileOp] = []
+            ops.reserveCapacity(n)
+            for _ in 0..<n {
+                switch try r.u8() {
+                case 1:
+                    let file = try FileID.read(&r)
+                    let key = try r.blob()
+                    ops.append(.put(file, key: key, value: try r.blob()))
+                case 2:
+                    let file = try FileID.read(&r)
+                    ops.append(.delete(file, key: try r.blob()))
+                case 3:
+                    ops.append(.drop(try FileID.read(&r)))
+                default:
+                    throw ByteReader.Malformed()
+                }
+            }
+            guard r.isAtEnd else { throw ByteReader.Malformed() }
+            return .transaction(seq: seq, ops: ops)
+        case 2: return .applied(seq: seq)
+        case 3: return .checkpointBegin(seq: seq)
+        default: throw ByteReader.Malformed()
+        }
+    }
+
+    // MARK: I/O helpers
+
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) throws {
+        try bytes.withUnsafeBytes { raw in
+            guard let base = raw.baseAddress else { return }
+            var offset = 0
+            while offset < raw.count {
+                let n = Glibc.write(fd, base + offset, raw.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw GDBMErrors.system(errno, "write", path: path)
+                }
+                offset += n
+            }
+        }
+    }
+
+    /// Reads from the current position to the end, or with `fromStart` the whole file
+    /// without moving the position.
+    static func readAll(_ fd: Int32, path: String, fromStart: Bool = false) throws -> [UInt8] {
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let offset = off_t(out.count)
+            let n = chunk.withUnsafeMutableBytes {
+                fromStart ? Glibc.pread(fd, $0.baseAddress, $0.count, offset) : Glibc.read(fd, $0.baseAddress, $0.count)
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw GDBMErrors.system(errno, "read", path: path)
+            }
+            if n == 0 { break }
+            out.append(contentsOf: chunk[0..<n])
+        }
+        return out
+    }
+}
+
+/// Small file-system helpers used by the store (all on the driver thread).
+enum FileSystem {
+    /// fsyncs a directory so renames and new files in it survive power loss.
+    static func syncDirectory(_ path: String) throws {
+        let fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw GDBMErrors.system(errno, "open", path: path) }
+        defer { Glibc.close(fd) }
+        guard fsync(fd) == 0 else { throw GDBMErrors.system(errno, "sync", path: path) }
+    }
+
+    /// fsyncs a file.
+    static func syncFile(_ path: String) throws {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw GDBMErrors.system(errno, "open", path: path) }
+        defer { Glibc.close(fd) }
+        guard fsync(fd) == 0 else { throw GDBMErrors.system(errno, "sync", path: path) }
+    }
+
+    static func makeDirectory(_ path: String) throws {
+        if mkdir(path, 0o755) != 0 && errno != EEXIST { throw GDBMErrors.system(errno, "create directory", path: path) }
+        var st = stat()
+        guard stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
+            throw DepotError(.invalidStore, "The GDBM store path '\(path)' exists and is not a directory.")
+        }
+    }
+
+    static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+    /// The size of a file in bytes, `0` when it cannot be read.
+    static func size(_ path: String) -> Int {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return 0 }
+        return Int(st.st_size)
+    }
+
+    static func remove(_ path: String) throws {
+        if unlink(path) != 0 && errno != ENOENT { throw GDBMErrors.system(errno, "remove", path: path) }
+    }
+
+    /// The GDBM files of a directory, parsed into ``FileID``s (other names are ignored).
+    static func gdbmFiles(in directory: String) throws -> [FileID] {
+        let names: [String]
+        do { names = try FileManager.default.contentsOfDirectory(atPath: directory) } catch {
+            throw DepotError(.io, "Could not list '\(directory)'.", cause: DepotError.wrap(error))
+        }
+        return names.compactMap(FileID.init(fileName:))
+    }
+
+    /// Copies a file byte for byte and fsyncs the copy.
+    static func copy(_ from: String, to: String) throws {
+        let src = Glibc.open(from, O_RDONLY | O_CLOEXEC)
+        guard src >= 0 else { throw GDBMErrors.system(errno, "open", path: from) }
+        defer { Glibc.close(src) }
+        let dst = Glibc.open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard dst >= 0 else { throw GDBMErrors.system(errno, "create", path: to) }
+        defer { Glibc.close(dst) }
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        try chunk.withUnsafeMutableBytes { buffer in
+            guard let base = buffer.baseAddress else { return }
+            while true {
+                let n = Glibc.read(src, base, buffer.count)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw GDBMErrors.system(errno, "read", path: from)
+                }
+                if n == 0 { break }
+                var written = 0
+                while written < n {
+                    let w = Glibc.write(dst, base + written, n - written)
+                    if w < 0 {
+                        if errno == EINTR { continue }
+                        throw GDBMErrors.system(errno, "write", path: to)
+                    }
+                    written += w
+                }
+            }
+        }
+        guard fsync(dst) == 0 else { throw GDBMErrors.system(errno, "sync", path: to) }
+    }
+}

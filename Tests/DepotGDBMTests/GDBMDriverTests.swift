@@ -1,0 +1,354 @@
+import CGDBM
+import DepotCore
+import Foundation
+import Testing
+
+@testable import DepotGDBM
+
+/// Driver-specific behaviour: encoding, persistence, constraints, plans, options.
+@Suite struct GDBMDriverTests {
+    static func open(_ dir: TemporaryDirectory, _ options: String = "") async throws -> GDBMDriver {
+        try await GDBMDriver(location: StoreLocation("gdbm:" + dir.path + "/store" + options))
+    }
+
+    static let tricky: [String: FieldValue] = [
+        "t": true, "f": false, "one": 1, "onePointZero": 1.0, "negZero": .double(-0.0),
+        "min": .int(.min), "max": .int(.max), "big": .double(.greatestFiniteMagnitude),
+        "tiny": .double(.leastNonzeroMagnitude), "inf": .double(-.infinity),
+        "nul": .string("a\u{0}b"), "emoji": "👩‍👩‍👧 e\u{301}", "empty": "", "braces": "{}",
+        "noBytes": .bytes(Data()), "bytes": .bytes(Data((0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })),
+        "nested": ["a": [1, [2.5, ["x": .null, "y": [true, .bytes(Data([0, 255]))]]]], "": "empty key"],
+        "array": [1, 1.0, "1", true, .null, [], [:]],
+    ]
+
+    @Test func everyValueRoundTripsExactly() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let users = try CollectionName("users")
+        let driver = try await Self.open(dir)
+        try await driver.write { tx in
+            try tx.insert(Record(id: 1, fields: Self.tricky), into: users)
+            try tx.insert(Record(id: .int(.min), fields: ["n": 0]), into: users)
+        }
+        let inside = try await driver.read { tx in try tx.get(1, from: users) }
+        #expect(inside == Record(id: 1, fields: Self.tricky))
+        try await driver.close()
+        let reopened = try await Self.open(dir)
+        let got = try await reopened.read { tx in try tx.get(1, from: users) }
+        #expect(got == Record(id: 1, fields: Self.tricky))
+        #expect(got?.fields["negZero"]?.doubleValue?.sign == .minus)
+        #expect(got?.fields["t"] == .bool(true))
+        let minID = try await reopened.read { tx in try tx.get(.int(.min), from: users) }
+        #expect(minID?.fields["n"] == 0)
+        #expect(try await reopened.integrityCheck().isEmpty)
+        try await reopened.close()
+    }
+
+    @Test func stringIDsAndIdOrder() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let tags = try CollectionName("tags")
+        let driver = try await Self.open(dir)
+        let ids = ["b", "a", "é", "Z", "a\u{1}", "aa", "😀"]
+        try await driver.write { tx in for id in ids { try tx.insert(Record(id: .string(id), fields: ["v": .string(id)]), into: tags) } }
+        let got = try await driver.read { tx in try tx.query(Query(), in: tags).map(\.id) }
+        #expect(got == ids.map { RecordID.string($0) }.sorted())
+        try await driver.close()
+    }
+
+    @Test func thrownErrorRollsBackEverything() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let a = try CollectionName("a"), b = try CollectionName("b")
+        let driver = try await Self.open(dir)
+        try await driver.write { tx in try tx.insert(Record(id: 1, fields: ["n": 1]), into: a) }
+        struct Boom: Error {}
+        await #expect(throws: Boom.self) {
+            try await driver.write { tx in
+                try tx.update(Record(id: 1, fields: ["n": 2]), in: a)
+                try tx.insert(Record(id: 1, fields: ["n": 1]), into: b)
+                #expect(try tx.get(1, from: a)?.fields["n"] == 2)
+                throw Boom()
+            }
+        }
+        let state = try await driver.read { tx in (try tx.get(1, from: a), try tx.collectionNames()) }
+        #expect(state.0?.fields["n"] == 1)
+        #expect(state.1 == [a])
+        try await driver.close()
+    }
+
+    @Test func uniqueConstraintsSingleAndCompound() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let users = try CollectionName("users")
+        let schema = CollectionSchema(
+            name: users, idKind: .int,
+            uniqueConstraints: [UniqueConstraint(["email"]), UniqueConstraint(["first", "last"], name: "full_name")],
+            indexes: [IndexDefinition(["city"])])
+        let driver = try await Self.open(dir)
+        try await driver.write { tx in
+            try tx.prepare(schema)
+            try tx.insert(Record(id: 1, fields: ["email": "a@x", "first": "A", "last": "L", "city": "P"]), into: users)
+            try tx.insert(Record(id: 2, fields: ["email": 1.0, "first": "A", "last": "M", "city": "P"]), into: users)
+            // Inside the transaction a violation changes nothing and the transaction goes on.
+            do {
+                try tx.insert(Record(id: 3, fields: ["email": 1, "city": "Q"]), into: users)
+                Issue.record("1 and 1.0 must collide")
+            } catch let error as DepotError {
+                #expect(error.code == .uniqueViolation)
+                #expect(error.constraint == "email_unique")
+            }
+            #expect(try tx.get(3, from: users) == nil)
+            #expect(try tx.count(Field("city") == "Q", in: users) == 0)
+        }
+        await expectCode(.uniqueViolation) {
+            try await driver.write { tx in _ = try tx.save(Record(id: 5, fields: ["first": "A", "last": "L"]), into: users) }
+        }
+        // Null fields are not bound; freeing a value lets another record take it.
+        try await driver.write { tx in
+            try tx.insert(Record(id: 6, fields: ["first": "A"]), into: users)
+            try tx.insert(Record(id: 7, fields: ["first": "A"]), into: users)
+            try tx.update(Record(id: 1, fields: ["email": "b@x", "first": "A", "last": "L2", "city": "Q"]), in: users)
+            try tx.insert(Record(id: 8, fields: ["email": "a@x", "first": "A", "last": "L"]), into: users)
+        }
+        // Adding a constraint that existing data breaks fails and changes nothing.
+        let broken = CollectionSchema(name: users, idKind: .int, uniqueConstraints: schema.uniqueConstraints + [UniqueConstraint(["first"])], indexes: schema.indexes)
+        await expectCode(.uniqueViolation) { try await driver.write { tx in try tx.prepare(broken) } }
+        #expect(try await driver.read { tx in try tx.schema(of: users) } == schema)
+        // Dropping a constraint frees its values.
+        let relaxed = CollectionSchema(name: users, idKind: .int, uniqueConstraints: Array(schema.uniqueConstraints.dropFirst()), indexes: schema.indexes)
+        try await driver.write { tx in
+            try tx.prepare(relaxed)
+            try tx.insert(Record(id: 9, fields: ["email": "a@x"]), into: users)
+        }
+        await expectCode(.schemaMismatch) {
+            try await driver.write { tx in try tx.prepare(CollectionSchema(name: users, idKind: .string)) }
+        }
+        #expect(try await driver.integrityCheck().isEmpty)
+        try await driver.close()
+        let reopened = try await Self.open(dir)
+        await expectCode(.uniqueViolation) {
+            try await reopened.write { tx in try tx.insert(Record(id: 10, fields: ["first": "A", "last": "M"]), into: users) }
+        }
+        #expect(try await reopened.integrityCheck().isEmpty)
+        try await reopened.close()
+    }
+
+    @Test func assignedIDsNeverReuse() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let notes = try CollectionName("notes")
+        let driver = try await Self.open(dir)
+        let first = try await driver.write { tx in
+            [try tx.insert(fields: ["n": 1], into: notes), try tx.insert(fields: ["n": 2], into: notes)]
+        }
+        #expect(first == [1, 2])
+        try await driver.write { tx in
+            try tx.insert(Record(id: 40, fields: [:]), into: notes)
+            _ = try tx.delete(40, from: notes)
+            _ = try tx.delete(2, from: notes)
+        }
+        try await driver.close()
+        let reopened = try await Self.open(dir)
+        let next = try await reopened.write { tx in try tx.insert(fields: ["n": 3], into: notes) }
+        #expect(next == 41)
+        await expectCode(.invalidValue) {
+            try await reopened.write { tx in _ = try tx.insert(fields: [:], into: try CollectionName("s")) ; try tx.insert(Record(id: "x"), into: try CollectionName("s")) }
+        }
+        try await reopened.close()
+    }
+
+    @Test func explainSaysHowAQueryRuns() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let users = try CollectionName("users")
+        let driver = try await Self.open(dir)
+        try await driver.write { tx in
+            try tx.prepare(CollectionSchema(name: users, idKind: .int, uniqueConstraints: [UniqueConstraint(["email"])], indexes: [IndexDefinition(["city"])]))
+            for i in 1...50 { try tx.insert(Record(id: .int(Int64(i)), fields: ["email": .string("u\(i)"), "city": .int(Int64(i % 5)), "n": .int(Int64(i))]), into: users) }
+        }
+        let plans = try await driver.read { tx in
+            [
+                try tx.explain(Query(filter: Field.id == 3), in: users),
+                try tx.explain(Query(filter: Field("email") == "u3" && Field("n") > 1), in: users),
+                try tx.explain(Query(filter: Field("city").in([1, 2.0])), in: users),
+                try tx.explain(Query(filter: Field("n") > 3), in: users),
+            ]
+        }
+        #expect(plans[0].indexesUsed == ["id"])
+        #expect(plans[1].indexesUsed == ["email_unique"])
+        #expect(plans[2].indexesUsed == ["city_idx"])
+        #expect(plans[3].indexesUsed.isEmpty && plans[3].detail.contains("full scan"))
+        let results = try await driver.read { tx in
+            (
+                try tx.query(Query(filter: Field("city").in([1, 2.0]), sort: [Field("n").descending], limit: 3), in: users).map(\.id),
+                try tx.query(Query(filter: Field.id.in([3, 4.0, "x", 99])), in: users).map(\.id),
+                try tx.count(Field("email") == "u7" && Field("city") == 2, in: users)
+            )
+        }
+        #expect(results.0 == [47, 46, 42])
+        #expect(results.1 == [3, 4])
+        #expect(results.2 == 1)
+        try await driver.close()
+    }
+
+    @Test func streamsInPagesAndAllowsWritesWhileIterating() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let items = try CollectionName("items")
+        let driver = try await Self.open(dir)
+        try await driver.write { tx in for i in 1...1000 { try tx.insert(Record(id: .int(Int64(i)), fields: ["n": .int(Int64(i % 7))]), into: items) } }
+        var seen: [RecordID] = []
+        for try await record in driver.stream(Query(filter: Field("n") == 3), from: items) {
+            seen.append(record.id)
+            if seen.count % 50 == 0 { try await driver.write { tx in _ = try tx.delete(record.id, from: items) } }
+        }
+        #expect(seen.count == 143)
+        #expect(seen == seen.sorted())
+        var few = 0
+        for try await _ in driver.stream(Query(), from: items) {
+            few += 1
+            if few == 10 { break }
+        }
+        #expect(few == 10)
+        try await driver.close()
+        await expectCode(.closed) { for try await _ in driver.stream(Query(), from: items) {} }
+    }
+
+    @Test func storeStringOptions() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        var registry = DriverRegistry()
+        GDBMDriver.register(in: &registry)
+        await expectCode(.invalidStore) { _ = try await registry.makeDriver("gdbm:" + dir.path + "/s?durability=sometimes") }
+        await expectCode(.invalidStore) { _ = try await registry.makeDriver("gdbm:" + dir.path + "/s?color=red") }
+        await expectCode(.invalidStore) { _ = try await registry.makeDriver("gdbm:" + dir.path + "/s?lock_timeout_ms=-1") }
+        await expectCode(.invalidStore) { _ = try await registry.makeDriver("gdbm:") }
+        _ = FileManager.default.createFile(atPath: dir.path + "/file", contents: Data("x".utf8))
+        await expectCode(.invalidStore) { _ = try await registry.makeDriver("gdbm:" + dir.path + "/file") }
+        let driver = try await registry.makeDriver("gdbm:" + dir.path + "/s?durability=normal&lock_timeout_ms=100&checkpoint_kb=64&sync_every=8")
+        #expect(driver.backendName == "gdbm")
+        try await driver.close()
+        try await driver.close()
+        await expectCode(.closed) { _ = try await driver.read { tx in try tx.collectionNames() } }
+    }
+
+    @Test func readOnlyOpenRefusesWrites() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let a = try CollectionName("a")
+        let writer = try await Self.open(dir)
+        try await writer.write { tx in try tx.insert(Record(id: 1), into: a) }
+        try await writer.close()
+        let reader = try await Self.open(dir, "?readonly=true")
+        #expect(try await reader.read { tx in try tx.get(1, from: a) } != nil)
+        await expectCode(.unsupported) { try await reader.write { tx in try tx.insert(Record(id: 2), into: a) } }
+        try await reader.close()
+    }
+}
+
+/// Expects `body` to throw a ``DepotError`` with `code`.
+func expectCode(_ code: DepotError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async {
+    do {
+        try await body()
+        Issue.record("expected \(code), but it succeeded", sourceLocation: sourceLocation)
+    } catch let error as DepotError {
+        #expect(error.code == code, "\(String(reflecting: error))", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("expected DepotError \(code), got \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+extension GDBMDriverTests {
+    @Test func readOnlyProcessesShareButExcludeWriters() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let a = try CollectionName("a")
+        let writer = try await Self.open(dir)
+        try await writer.write { tx in try tx.insert(Record(id: 1), into: a) }
+        try await writer.close()
+        // A shared flock on another open file description stands in for a reader process.
+        let fd = Glibc.open(dir.path + "/store/LOCK", O_RDWR)
+        #expect(flock(fd, LOCK_SH | LOCK_NB) == 0)
+        await expectCode(.locked) { _ = try await Self.open(dir, "?lock_timeout_ms=200") }
+        let reader = try await Self.open(dir, "?readonly=true&lock_timeout_ms=200")
+        #expect(try await reader.read { tx in try tx.get(1, from: a) } != nil)
+        try await reader.close()
+        flock(fd, LOCK_UN)
+        Glibc.close(fd)
+    }
+}
+
+extension GDBMDriverTests {
+    @Test func tasksPreferringTheStoreThreadRunTransactionsInline() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let a = try CollectionName("a")
+        let driver = try await Self.open(dir)
+        let total = try await withTaskExecutorPreference(driver.taskExecutor) {
+            for i in 1...100 { try await driver.write { tx in try tx.insert(Record(id: .int(Int64(i)), fields: ["n": .int(Int64(i))]), into: a) } }
+            var sum: Int64 = 0
+            for i in 1...100 { sum += try await driver.read { tx in try tx.get(.int(Int64(i)), from: a)?.fields["n"]?.intValue ?? 0 } }
+            return sum
+        }
+        #expect(total == 5050)
+        #expect(try await driver.read { tx in try tx.count(.all, in: a) } == 100)
+        try await driver.close()
+    }
+}
+
+extension GDBMDriverTests {
+    @Test func readersSeeConsistentSnapshotsWhileWritersCommit() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let accounts = try CollectionName("accounts"), scratch = try CollectionName("scratch")
+        let driver = try await Self.open(dir, "?durability=normal&sync_every=7")
+        try await driver.write { tx in
+            try tx.prepare(CollectionSchema(name: accounts, idKind: .int, indexes: [IndexDefinition(["owner"])]))
+            for i in 1...10 { try tx.insert(Record(id: .int(Int64(i)), fields: ["balance": 100, "owner": .int(Int64(i % 3))]), into: accounts) }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for w in 0..<3 {
+                group.addTask {
+                    var rng = SplitMix(seed: UInt64(w + 1))
+                    for round in 0..<40 {
+                        let from = Int64(rng.next() % 10 + 1), to = Int64(rng.next() % 10 + 1), amount = Int64(rng.next() % 50)
+                        try await driver.write { tx in
+                            guard from != to, let a = try tx.get(.int(from), from: accounts), let b = try tx.get(.int(to), from: accounts) else { return }
+                            let ab = a.fields["balance"]?.intValue ?? 0, bb = b.fields["balance"]?.intValue ?? 0
+                            try tx.update(Record(id: .int(from), fields: ["balance": .int(ab - amount), "owner": .int(to % 3)]), in: accounts)
+                            try tx.update(Record(id: .int(to), fields: ["balance": .int(bb + amount), "owner": .int(from % 3)]), in: accounts)
+                            if round % 5 == 0 {
+                                _ = try tx.dropCollection(scratch)
+                                try tx.insert(Record(id: .int(Int64(round)), fields: ["w": .int(Int64(w))]), into: scratch)
+                            }
+                        }
+                    }
+                }
+            }
+            for _ in 0..<4 {
+                group.addTask {
+                    for _ in 0..<40 {
+                        let (sum, count, owners, scratchCount) = try await driver.read { tx in
+                            let all = try tx.query(Query(), in: accounts)
+                            let byOwner = try (0..<3).map { try tx.query(Query(filter: Field("owner") == Int64($0)), in: accounts).count }
+                            return (all.reduce(Int64(0)) { $0 + ($1.fields["balance"]?.intValue ?? 0) }, all.count, byOwner.reduce(0, +), try tx.count(.all, in: scratch))
+                        }
+                        #expect(sum == 1000)
+                        #expect(count == 10)
+                        #expect(owners == 10)
+                        #expect(scratchCount <= 1)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await driver.integrityCheck().isEmpty)
+        try await driver.close()
+        let reopened = try await Self.open(dir)
+        let sum = try await reopened.read { tx in try tx.query(Query(), in: accounts).reduce(Int64(0)) { $0 + ($1.fields["balance"]?.intValue ?? 0) } }
+        #expect(sum == 1000)
+        #expect(try await reopened.integrityCheck().isEmpty)
+        try await reopened.close()
+    }
+}

@@ -1,0 +1,290 @@
+import CGDBM
+import DepotCore
+import Foundation
+import DepotMemory
+import Testing
+
+@testable import DepotGDBM
+
+/// Damage, crashes and other processes: checksums, foreign files, journal replay, locks,
+/// and the gdbm tools reading Depot's files.
+@Suite struct GDBMRecoveryTests {
+    let users: CollectionName
+
+    init() throws { users = try CollectionName("users") }
+
+    func open(_ dir: TemporaryDirectory, _ options: String = "") async throws -> GDBMDriver {
+        try await GDBMDriver(location: StoreLocation("gdbm:" + dir.path + "/store" + options))
+    }
+
+    func fill(_ driver: GDBMDriver, count: Int = 20) async throws {
+        let users = self.users
+        try await driver.write { tx in
+            for i in 1...count { try tx.insert(Record(id: .int(Int64(i)), fields: ["name": .string("user \(i)"), "n": .int(Int64(i))]), into: users) }
+        }
+    }
+
+    /// Rewrites one stored value in a GDBM file through the C API.
+    func patch(_ path: String, key: [UInt8], _ change: (inout [UInt8]) -> Void) throws {
+        let dbf = try #require(gdbm_open(path, 0, GDBM_WRITER, 0o644, nil))
+        defer { gdbm_close(dbf) }
+        let fetched = key.withUnsafeBytes { raw in
+            gdbm_fetch(dbf, datum(dptr: UnsafeMutablePointer(mutating: raw.baseAddress?.assumingMemoryBound(to: CChar.self)), dsize: Int32(raw.count)))
+        }
+        let ptr = try #require(fetched.dptr)
+        var value = Array(UnsafeRawBufferPointer(start: ptr, count: Int(fetched.dsize)))
+        free(ptr)
+        change(&value)
+        let rc = key.withUnsafeBytes { k in
+            value.withUnsafeBytes { v in
+                gdbm_store(
+                    dbf, datum(dptr: UnsafeMutablePointer(mutating: k.baseAddress?.assumingMemoryBound(to: CChar.self)), dsize: Int32(k.count)),
+                    datum(dptr: UnsafeMutablePointer(mutating: v.baseAddress?.assumingMemoryBound(to: CChar.self)), dsize: Int32(v.count)), GDBM_REPLACE)
+            }
+        }
+        #expect(rc == 0)
+    }
+
+    @Test func recordFailingItsChecksumIsCorruptedNamingCollectionAndID() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let driver = try await open(dir)
+        try await fill(driver)
+        try await driver.close()
+        try patch(dir.path + "/store/data/users.records.gdbm", key: BinaryCodec.key(for: 7)) { $0[$0.count - 1] ^= 0x40 }
+        let reopened = try await open(dir)
+        let users = self.users
+        do {
+            _ = try await reopened.read { tx in try tx.get(7, from: users) }
+            Issue.record("a damaged record must not read")
+        } catch let error as DepotError {
+            #expect(error.code == .corrupted)
+            #expect(error.collection == "users")
+            #expect(error.id == 7)
+        }
+        await expectCode(.corrupted) { _ = try await reopened.read { tx in try tx.query(Query(), in: users) } }
+        #expect(try await reopened.read { tx in try tx.get(6, from: users) } != nil)
+        let problems = try await reopened.integrityCheck()
+        #expect(problems.count == 1 && problems[0].contains("7"))
+        try await reopened.close()
+    }
+
+    @Test func foreignFileIsRebuiltFromBackupOrReportedCorrupted() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let driver = try await open(dir)
+        try await fill(driver)
+        try await driver.close()
+        let garbage = Data((0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) })
+        // Only the primary file damaged: the store rebuilds it from the backup and journal.
+        try garbage.write(to: URL(fileURLWithPath: dir.path + "/store/data/users.records.gdbm"))
+        let healed = try await open(dir)
+        #expect(healed.engine.rebuilds == 1)
+        let users = self.users
+        #expect(try await healed.read { tx in try tx.count(.all, in: users) } == 20)
+        #expect(try await healed.integrityCheck().isEmpty)
+        try await healed.close()
+        // Primary and backup both foreign (or empty): `.corrupted`, never a crash.
+        try garbage.write(to: URL(fileURLWithPath: dir.path + "/store/data/users.records.gdbm"))
+        try garbage.write(to: URL(fileURLWithPath: dir.path + "/store/backup/users.records.gdbm"))
+        await expectCode(.corrupted) { _ = try await open(dir) }
+        try Data().write(to: URL(fileURLWithPath: dir.path + "/store/data/users.records.gdbm"))
+        try Data().write(to: URL(fileURLWithPath: dir.path + "/store/backup/users.records.gdbm"))
+        await expectCode(.corrupted) { _ = try await open(dir) }
+        try Data("not a journal at all, not at all".utf8).write(to: URL(fileURLWithPath: dir.path + "/store/journal"))
+        await expectCode(.corrupted) { _ = try await open(dir) }
+    }
+
+    /// Copies a live store directory: the image a crash at that instant would leave
+    /// (the page cache survives kill -9, so what the files hold is what the copy holds).
+    func crashImage(of dir: TemporaryDirectory, into target: TemporaryDirectory) throws {
+        try FileManager.default.removeItem(atPath: target.path)
+        try FileManager.default.copyItem(atPath: dir.path, toPath: target.path)
+    }
+
+    @Test func journalIsReplayedAndTornTailDiscarded() async throws {
+        let dir = try TemporaryDirectory(), image = try TemporaryDirectory()
+        defer { dir.remove(); image.remove() }
+        let users = self.users
+        // No sync point: the journal alone holds these commits.
+        let driver = try await open(dir, "?durability=normal&sync_every=1000000")
+        for i in 1...30 {
+            try await driver.write { tx in
+                try tx.save(Record(id: .int(Int64(i)), fields: ["n": .int(Int64(i))]), into: users)
+                try tx.save(Record(id: 1, fields: ["last": .int(Int64(i))]), into: users)
+            }
+        }
+        try crashImage(of: dir, into: image)
+        try await driver.close()
+        // A torn record at the end: a commit that was never acknowledged.
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: image.path + "/store/journal"))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data([200, 0, 0, 0, 1, 2, 3, 4, 1, 9, 9]))
+        try handle.close()
+        let recovered = try await open(image)
+        #expect(recovered.engine.rebuilds == 1)
+        let state = try await recovered.read { tx in (try tx.count(.all, in: users), try tx.get(1, from: users)) }
+        #expect(state.0 == 30)
+        #expect(state.1?.fields["last"] == 30)
+        #expect(try await recovered.integrityCheck().isEmpty)
+        try await recovered.close()
+        // A clean close leaves nothing to replay.
+        let again = try await open(image)
+        #expect(again.engine.rebuilds == 0)
+        #expect(try await again.read { tx in try tx.count(.all, in: users) } == 30)
+        try await again.close()
+    }
+
+    @Test func checkpointsFoldTheJournalIntoTheBackup() async throws {
+        let dir = try TemporaryDirectory(), image = try TemporaryDirectory()
+        defer { dir.remove(); image.remove() }
+        let users = self.users
+        let driver = try await open(dir, "?checkpoint_kb=4&sync_every=3&durability=normal")
+        for i in 1...200 {
+            try await driver.write { tx in try tx.insert(Record(id: .int(Int64(i)), fields: ["pad": .string(String(repeating: "x", count: 100))]), into: users) }
+        }
+        #expect(FileSystem.size(dir.path + "/store/journal") < 8 << 10)
+        #expect(FileSystem.exists(dir.path + "/store/backup/users.records.gdbm"))
+        try crashImage(of: dir, into: image)
+        try await driver.close()
+        let recovered = try await open(image)
+        #expect(try await recovered.read { tx in try tx.count(.all, in: users) } == 200)
+        #expect(try await recovered.integrityCheck().isEmpty)
+        try await recovered.close()
+    }
+
+    @Test func secondWriterProcessGetsLockedAfterBoundedRetry() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let driver = try await open(dir)
+        try await driver.close()
+        // Another open file description holding the store lock stands in for another process.
+        let fd = Glibc.open(dir.path + "/store/LOCK", O_RDWR)
+        #expect(fd >= 0)
+        #expect(flock(fd, LOCK_EX | LOCK_NB) == 0)
+        let started = Date()
+        await expectCode(.locked) { _ = try await open(dir, "?lock_timeout_ms=300") }
+        let waited = Date().timeIntervalSince(started)
+        #expect(waited >= 0.29 && waited < 5)
+        flock(fd, LOCK_UN)
+        Glibc.close(fd)
+        let after = try await open(dir, "?lock_timeout_ms=300")
+        try await after.close()
+    }
+
+    @Test func secondProcessIsLockedOutWhileTheStoreIsOpen() async throws {
+        guard let flockTool = ["/usr/bin/flock", "/bin/flock"].first(where: FileManager.default.isExecutableFile(atPath:)) else { return }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let driver = try await open(dir)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: flockTool)
+        process.arguments = ["--nonblock", dir.path + "/store/LOCK", "true"]
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus != 0, "another process must not get the store lock")
+        try await driver.close()
+    }
+
+    @Test func filesAreGenuineGDBMDatabasesForGdbmtool() async throws {
+        guard let tool = ["/usr/bin/gdbmtool", "/usr/local/bin/gdbmtool"].first(where: FileManager.default.isExecutableFile(atPath:)) else { return }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let users = self.users
+        let driver = try await open(dir)
+        try await driver.write { tx in
+            try tx.prepare(CollectionSchema(name: users, idKind: .int, uniqueConstraints: [UniqueConstraint(["name"])]))
+            for i in 1...12 { try tx.insert(Record(id: .int(Int64(i)), fields: ["name": .string("u\(i)")]), into: users) }
+        }
+        try await driver.close()
+        func run(_ file: String, _ command: String) throws -> String {
+            let process = Process()
+            let pipe = Pipe()
+            process.executableURL = URL(fileURLWithPath: tool)
+            process.arguments = ["-N", "-q", "-r", dir.path + "/store/" + file, command]
+            process.standardOutput = pipe
+            process.standardError = pipe
+            try process.run()
+            let out = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "gdbmtool \(file) \(command): \(out)")
+            return out
+        }
+        for dirName in ["data", "backup"] {
+            #expect(try run(dirName + "/users.records.gdbm", "count").contains("12"))
+            #expect(try run(dirName + "/users.index.gdbm", "count").contains("12"))
+            #expect(try run(dirName + "/_depotsys_catalog.gdbm", "count").contains("1"))
+            #expect(try run(dirName + "/_depotsys_catalog.gdbm", "list").contains("c:users"))
+        }
+    }
+
+    @Test func sameResultsAsTheMemoryDriverUnderRandomWork() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let items = try CollectionName("items")
+        let gdbm = try await open(dir, "?durability=normal")
+        let memory = MemoryDriver()
+        let schema = CollectionSchema(name: items, idKind: .int, uniqueConstraints: [UniqueConstraint(["code"])], indexes: [IndexDefinition(["tag"]), IndexDefinition(["tag", "n"])])
+        for driver in [gdbm, memory] as [any StorageDriver] { try await driver.write { tx in try tx.prepare(schema) } }
+        var rng = SplitMix(seed: 42)
+        let values: [FieldValue] = [1, 2, 2.0, 3.5, -0.0, "a", "b", true, .null, [1, 2]]
+        for round in 0..<60 {
+            var ops: [(Int, Record)] = []
+            for _ in 0..<Int(rng.next() % 8 + 1) {
+                let id = RecordID.int(Int64(rng.next() % 40))
+                var fields: [String: FieldValue] = ["n": values[Int(rng.next() % UInt64(values.count))], "tag": values[Int(rng.next() % 4)]]
+                if rng.next() % 3 == 0 { fields["code"] = .int(Int64(rng.next() % 30)) }
+                ops.append((Int(rng.next() % 5), Record(id: id, fields: fields)))
+            }
+            let batch = ops
+            var logs: [[String]] = []
+            for driver in [gdbm, memory] as [any StorageDriver] {
+                logs.append(try await driver.write { tx -> [String] in
+                    var log: [String] = []
+                    for (kind, record) in batch {
+                        do {
+                            switch kind {
+                            case 0: try tx.insert(record, into: items)
+                            case 1: try tx.update(record, in: items)
+                            case 2: log.append(try tx.save(record, into: items).rawValue)
+                            case 3: log.append(String(describing: try tx.insert(fields: record.fields, into: items)))
+                            default: log.append(String(try tx.delete(record.id, from: items)))
+                            }
+                            log.append("ok")
+                        } catch let error as DepotError { log.append(error.code.name) }
+                    }
+                    return log
+                })
+            }
+            #expect(logs[0] == logs[1], "round \(round)")
+        }
+        let queries: [Query] = [
+            Query(), Query(filter: Field("tag") == 2), Query(filter: Field("tag").in([1, 2.0, "a"])),
+            Query(filter: Field("tag") == 2 && Field("n") == "a"), Query(filter: Field("code") == 7.0),
+            Query(filter: Field("n") > 1, sort: [Field("n").descending], offset: 2, limit: 5), Query(filter: Field("tag") == FieldValue.null),
+            Query(filter: Field("code").in([1, 2, 3, 4, 5, 6, 7, 8])), Query(filter: Field.id.in([3, 5, 7.0])),
+            Query(filter: .not(Field("tag") == 1), sort: [Field("tag").ascending, Field("n").descending]),
+        ]
+        for query in queries {
+            let got = try await gdbm.read { tx in (try tx.query(query, in: items), try tx.count(query.filter, in: items)) }
+            let want = try await memory.read { tx in try tx.query(query, in: items) }
+            #expect(got.0 == want, "\(query)")
+            if query.offset == 0 && query.limit == nil { #expect(got.1 == want.count) }
+        }
+        #expect(try await gdbm.integrityCheck().isEmpty)
+        try await gdbm.close()
+    }
+}
+
+/// A deterministic random source for tests.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
