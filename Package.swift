@@ -30,7 +30,7 @@ let package = Package(
         // The executable contract every driver runs (no test framework inside).
         .target(name: "DepotConformance", dependencies: ["DepotCore", "DepotMemory"], swiftSettings: settings),
         // The umbrella: re-exports the core and registers the built-in drivers.
-        .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory", "DepotSQLite", "DepotGDBM"], swiftSettings: settings),
+        .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory", "DepotSQLite", "DepotGDBM", "DepotJSONFile"], swiftSettings: settings),
         .executableTarget(
             name: "DepotCLI",
             dependencies: ["Depot", .product(name: "ArgumentParser", package: "swift-argument-parser")],
@@ -44,6 +44,10 @@ let package = Package(
         .target(name: "DepotSQLite", dependencies: ["DepotCore", "CSQLite", "CSQLiteShim"], swiftSettings: settings),
         .testTarget(name: "DepotSQLiteTests", dependencies: ["DepotSQLite", "DepotConformance", "DepotCore"], swiftSettings: settings),
         // --- end branch sqlite ---
+        // --- branch json: the JSON-file driver ---
+        .target(name: "DepotJSONFile", dependencies: ["DepotCore"], swiftSettings: settings),
+        .testTarget(name: "DepotJSONFileTests", dependencies: ["DepotJSONFile", "DepotConformance", "DepotMemory"], swiftSettings: settings),
+        // --- end branch json ---
         // Commits transactions until killed; the crash tests of every driver run it.
         .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot"], swiftSettings: settings),
         // bench branch: the engine of `depot bench` (workloads, raw baselines, report, chart).

@@ -2,14 +2,16 @@
 @_exported import DepotMemory
 @_exported import DepotSQLite
 @_exported import DepotGDBM
+@_exported import DepotJSONFile
 
 extension DriverRegistry {
-    /// Every driver that ships with Depot: `memory:`, `sqlite:PATH`, `gdbm:PATH`.
+    /// Every driver that ships with Depot: `memory:`, `sqlite:PATH`, `gdbm:PATH`, `json:PATH`.
     public static var standard: DriverRegistry {
         var registry = DriverRegistry()
         MemoryDriver.register(in: &registry)
         SQLiteDriver.register(in: &registry)
         GDBMDriver.register(in: &registry)
+        JSONFileDriver.register(in: &registry)
         return registry
     }
 }

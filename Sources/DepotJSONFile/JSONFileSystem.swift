@@ -1,0 +1,114 @@
+/// The few file-system operations the JSON-file driver performs, behind a protocol so tests
+/// can inject faults (``FaultInjectingFileSystem``) and count operations.
+///
+/// Every method is blocking; the driver calls them only on its own thread. Methods that can
+/// fail throw ``FileSystemError`` (the failed operation, the path and the `errno`); the
+/// driver maps those to ``DepotCore/DepotError`` `.io` in one place. Cleanup operations
+/// (`close`, `remove`, `unlock`) that the driver performs only after a failure, or that
+/// cannot lose data, do not throw.
+///
+/// A commit with `durability=full` performs, in order: `openForWriting(temp)`, `write`,
+/// `fsync`, `close`, `rename(temp, store)`, `fsyncDirectory`. With `durability=normal` the
+/// two fsyncs are left out.
+public protocol JSONFileSystem: Sendable {
+    /// Opens an existing file for reading; `nil` when it does not exist.
+    /// - Throws: ``FileSystemError`` for anything but "does not exist".
+    func openForReading(_ path: String) throws -> Int32?
+
+    /// Creates (or truncates) a file for writing with mode 0644.
+    /// - Throws: ``FileSystemError`` (EACCES, ENOSPC, EROFS...).
+    func openForWriting(_ path: String) throws -> Int32
+
+    /// Reads the whole remaining content of `fd`, failing when it exceeds `limit` bytes.
+    /// - Throws: ``FileSystemError``; `EFBIG` when the file is larger than `limit`.
+    func readAll(_ fd: Int32, limit: Int) throws -> [UInt8]
+
+    /// Writes all of `bytes`; a short write that cannot be completed throws.
+    /// - Throws: ``FileSystemError`` (ENOSPC, EIO, EDQUOT...).
+    func write(_ fd: Int32, _ bytes: [UInt8]) throws
+
+    /// Flushes the file's data and metadata to stable storage.
+    /// - Throws: ``FileSystemError``. A failed fsync must never be retried as if it worked.
+    func fsync(_ fd: Int32) throws
+
+    /// Closes a descriptor, reporting a deferred write error.
+    /// - Throws: ``FileSystemError``.
+    func close(_ fd: Int32) throws
+
+    /// Closes a descriptor, ignoring errors (cleanup after a failure).
+    func closeQuietly(_ fd: Int32)
+
+    /// Atomically replaces `to` with `from` (both in one directory).
+    /// - Throws: ``FileSystemError``.
+    func rename(_ from: String, _ to: String) throws
+
+    /// Makes the directory's entries (a rename) durable.
+    /// - Throws: ``FileSystemError``.
+    func fsyncDirectory(_ path: String) throws
+
+    /// The identity of the file at `path` (device, inode, size, times); `nil` if missing.
+    /// - Throws: ``FileSystemError`` for anything but "does not exist".
+    func identity(ofPath path: String) throws -> FileIdentity?
+
+    /// The identity of an open file.
+    /// - Throws: ``FileSystemError``.
+    func identity(of fd: Int32) throws -> FileIdentity
+
+    /// Removes a file if present, ignoring errors (cleanup of a temporary file).
+    func removeQuietly(_ path: String)
+
+    /// Opens (creating if needed) the lock file beside the store.
+    /// - Throws: ``FileSystemError``.
+    func openLockFile(_ path: String) throws -> Int32
+
+    /// Tries to take the exclusive advisory lock on `fd` without waiting; `false` if
+    /// another open file description holds it.
+    /// - Throws: ``FileSystemError`` for anything but "would block".
+    func tryLock(_ fd: Int32) throws -> Bool
+
+    /// Releases the lock taken by ``tryLock(_:)``.
+    func unlock(_ fd: Int32)
+}
+
+/// What identifies one version of a file: if any part differs, someone replaced or edited it.
+public struct FileIdentity: Hashable, Sendable {
+    public var device: UInt64
+    public var inode: UInt64
+    public var size: Int64
+    public var modificationSeconds: Int64
+    public var modificationNanoseconds: Int64
+    public var changeSeconds: Int64
+    public var changeNanoseconds: Int64
+
+    /// Makes an identity from its parts.
+    public init(device: UInt64, inode: UInt64, size: Int64, modificationSeconds: Int64, modificationNanoseconds: Int64, changeSeconds: Int64, changeNanoseconds: Int64) {
+        self.device = device
+        self.inode = inode
+        self.size = size
+        self.modificationSeconds = modificationSeconds
+        self.modificationNanoseconds = modificationNanoseconds
+        self.changeSeconds = changeSeconds
+        self.changeNanoseconds = changeNanoseconds
+    }
+}
+
+/// A failed file-system operation: which one, on what, and the `errno`.
+///
+/// The path is the store's own path or a file beside it, never user data.
+public struct FileSystemError: Error, Sendable, CustomStringConvertible {
+    /// The operation, e.g. `"fsync"`, `"rename"`.
+    public var operation: String
+    /// The file or directory involved.
+    public var path: String
+    /// The C `errno` value.
+    public var errno: Int32
+
+    /// Makes an error.
+    public init(operation: String, path: String, errno: Int32) {
+        self.operation = operation
+        self.path = path
+        self.errno = errno
+    }
+
+    public var description: String { "\(operation) \(path): errno \(errno)" }
+}

@@ -1,0 +1,188 @@
+import DepotCore
+
+/// A transaction over a private copy of the store's state; the driver writes the copy to
+/// the file when a write closure returns, and discards it when the closure throws.
+final class JSONFileTransaction: WriteTransaction {
+    var state: JSONStoreState
+    let writable: Bool
+    var isValid = true
+    /// Set by every write that may have changed the state; a write transaction that
+    /// changed nothing does not rewrite the file.
+    private(set) var changed = false
+    /// Records that may have changed (written or deleted), by collection: the commit
+    /// serializes these again and reuses the bytes of every other record.
+    private(set) var touched: [CollectionName: Set<RecordID>] = [:]
+    /// Collections dropped (and perhaps created again): nothing of theirs is reused.
+    private(set) var replaced: Set<CollectionName> = []
+
+    init(state: JSONStoreState, writable: Bool) {
+        self.state = state
+        self.writable = writable
+    }
+
+    private func checkValid() throws {
+        guard isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
+    }
+
+    private func checkWritable() throws {
+        try checkValid()
+        guard writable else { throw DepotError(.unsupported, "Writes need a write transaction.") }
+    }
+
+    func collectionNames() throws -> [CollectionName] {
+        try checkValid()
+        return state.collections.keys.sorted()
+    }
+
+    func schema(of collection: CollectionName) throws -> CollectionSchema? {
+        try checkValid()
+        return state.collections[collection]?.schema
+    }
+
+    func get(_ id: RecordID, from collection: CollectionName) throws -> Record? {
+        try checkValid()
+        return state.collections[collection]?.records[id].map { Record(id: id, fields: $0) }
+    }
+
+    func forEach(_ query: Query, in collection: CollectionName, _ body: (Record) throws -> Bool) throws {
+        try checkValid()
+        try query.validate()
+        guard let records = state.collections[collection]?.records else { return }
+        let results = QueryEvaluator.execute(query, over: records.lazy.map { Record(id: $0.key, fields: $0.value) })
+        for record in results where try !body(record) { break }
+    }
+
+    func count(_ filter: Filter, in collection: CollectionName) throws -> Int {
+        try checkValid()
+        try filter.validate()
+        guard let records = state.collections[collection]?.records else { return 0 }
+        if case .all = filter { return records.count }
+        return records.reduce(0) { $0 + (QueryEvaluator.matches(filter, Record(id: $1.key, fields: $1.value)) ? 1 : 0) }
+    }
+
+    func explain(_ query: Query, in collection: CollectionName) throws -> QueryPlan {
+        try checkValid()
+        try query.validate()
+        return QueryPlan(backend: "json", filterInEngine: false, sortInEngine: false, pagingInEngine: false, detail: "scan of \(collection) held in memory, with the shared evaluator")
+    }
+
+    func prepare(_ schema: CollectionSchema) throws {
+        try checkWritable()
+        try schema.validate()
+        guard var existing = state.collections[schema.name] else {
+            state.collections[schema.name] = JSONCollection(schema: schema)
+            changed = true
+            return
+        }
+        guard existing.schema.idKind == schema.idKind else {
+            throw DepotError(.schemaMismatch, "Collection '\(schema.name)' uses \(existing.schema.idKind) ids, not \(schema.idKind).", collection: schema.name.rawValue)
+        }
+        if existing.schema == schema { return }
+        existing.schema = schema
+        try existing.rebuildUniqueIndexes()
+        state.collections[schema.name] = existing
+        changed = true
+    }
+
+    func dropCollection(_ collection: CollectionName) throws -> Bool {
+        try checkWritable()
+        let dropped = state.collections.removeValue(forKey: collection) != nil
+        if dropped {
+            changed = true
+            replaced.insert(collection)
+        }
+        return dropped
+    }
+
+    /// Runs `body` on the collection for a write of an id of `kind` (created if missing),
+    /// taken out of the state while it runs so its storage is not copied again on every
+    /// write (the first write of a transaction copies it once: that copy is the snapshot
+    /// isolation). It goes back into the state whether `body` throws or not; it only
+    /// counts as a change when `body` returns.
+    private func modify<T>(_ name: CollectionName, kind: IDKind, _ body: (inout JSONCollection) throws -> T) throws -> T {
+        try checkWritable()
+        var target: JSONCollection
+        let existed: Bool
+        if let existing = state.collections.removeValue(forKey: name) {
+            guard existing.schema.idKind == kind else {
+                state.collections[name] = existing
+                throw DepotError(.invalidValue, "Collection '\(name)' uses \(existing.schema.idKind) ids; got a \(kind) id.", collection: name.rawValue)
+            }
+            target = existing
+            existed = true
+        } else {
+            target = JSONCollection(schema: CollectionSchema(name: name, idKind: kind))
+            existed = false
+        }
+        do {
+            let result = try body(&target)
+            state.collections[name] = target
+            changed = true
+            return result
+        } catch {
+            if existed { state.collections[name] = target }
+            throw error
+        }
+    }
+
+    func insert(_ record: Record, into collection: CollectionName) throws {
+        let record = record.withoutNulls
+        touched[collection, default: []].insert(record.id)
+        try modify(collection, kind: record.id.kind) { target in
+            guard target.records[record.id] == nil else {
+                throw DepotError(.alreadyExists, "A record with id \(record.id) exists.", collection: collection.rawValue, id: record.id)
+            }
+            try target.checkUnique(record)
+            target.put(record)
+        }
+    }
+
+    func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID {
+        try modify(collection, kind: .int) { target in
+            // `lastAssignedID` is never below the highest id present: `put` and loading keep it so.
+            let base = max(target.lastAssignedID, 0)
+            guard base < Int64.max else { throw DepotError(.invalidValue, "No integer ids are left in '\(collection)'.", collection: collection.rawValue) }
+            let record = Record(id: .int(base + 1), fields: fields).withoutNulls
+            touched[collection, default: []].insert(record.id)
+            try target.checkUnique(record)
+            target.put(record)
+            return record.id
+        }
+    }
+
+    func update(_ record: Record, in collection: CollectionName) throws {
+        let record = record.withoutNulls
+        touched[collection, default: []].insert(record.id)
+        try modify(collection, kind: record.id.kind) { target in
+            guard target.records[record.id] != nil else {
+                throw DepotError(.notFound, "No record with id \(record.id).", collection: collection.rawValue, id: record.id)
+            }
+            try target.checkUnique(record)
+            target.put(record)
+        }
+    }
+
+    func save(_ record: Record, into collection: CollectionName) throws -> WriteOutcome {
+        let record = record.withoutNulls
+        touched[collection, default: []].insert(record.id)
+        return try modify(collection, kind: record.id.kind) { target in
+            let outcome: WriteOutcome = target.records[record.id] == nil ? .inserted : .updated
+            try target.checkUnique(record)
+            target.put(record)
+            return outcome
+        }
+    }
+
+    func delete(_ id: RecordID, from collection: CollectionName) throws -> Bool {
+        try checkWritable()
+        guard state.collections[collection]?.records[id] != nil else { return false }
+        touched[collection, default: []].insert(id)
+        return try modify(collection, kind: id.kind) { $0.remove(id) }
+    }
+
+    func delete(matching filter: Filter, from collection: CollectionName) throws -> Int {
+        try checkWritable()
+        try filter.validate()
+        return try deleteEach(matching: filter, from: collection)
+    }
+}
