@@ -21,6 +21,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),  // cli branch: depot --verbose/--quiet
     ],
     targets: [
         // Values, errors, queries, the StorageDriver protocol and the public API. No I/O.
@@ -33,7 +34,7 @@ let package = Package(
         .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory", "DepotSQLite", "DepotGDBM", "DepotJSONFile"], swiftSettings: settings),
         .executableTarget(
             name: "DepotCLI",
-            dependencies: ["Depot", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["Depot", "DepotBench", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Logging", package: "swift-log")],
             swiftSettings: settings
         ),
         // --- branch sqlite: the SQLite driver ---
@@ -51,7 +52,7 @@ let package = Package(
         // Commits transactions until killed; the crash tests of every driver run it.
         .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot"], swiftSettings: settings),
         // bench branch: the engine of `depot bench` (workloads, raw baselines, report, chart).
-        .target(name: "DepotBench", dependencies: ["Depot", "DepotCore"], swiftSettings: settings),
+        .target(name: "DepotBench", dependencies: ["Depot", "DepotCore", "CSQLite", "CGDBM"], swiftSettings: settings),
         .testTarget(name: "DepotBenchTests", dependencies: ["DepotBench", "Depot"], swiftSettings: settings),
         // end bench branch
         // MARK: gdbm branch: the GDBM driver (system libgdbm via apt libgdbm-dev).
@@ -59,6 +60,8 @@ let package = Package(
         .target(name: "DepotGDBM", dependencies: ["DepotCore", "CGDBM"], swiftSettings: settings),
         .testTarget(name: "DepotGDBMTests", dependencies: ["DepotGDBM", "DepotConformance", "DepotMemory", "CGDBM"], swiftSettings: settings),
         // MARK: end gdbm branch
+        // cli branch: end-to-end tests of `depot` (they run the built executable).
+        .testTarget(name: "DepotCLITests", dependencies: ["Depot", "DepotCLI"], swiftSettings: settings),
         .testTarget(name: "DepotCoreTests", dependencies: ["DepotCore"], swiftSettings: settings),
         .testTarget(name: "DepotMemoryTests", dependencies: ["Depot", "DepotMemory", "DepotConformance"], swiftSettings: settings),
     ]

@@ -1,0 +1,55 @@
+import ArgumentParser
+import Depot
+
+/// `depot bench`: YCSB A–F and bulk workloads against every driver and the raw engines.
+///
+/// Registered with its documented arguments; the benchmark engine arrives on its own branch,
+/// so in this build it fails with "not available in this build". The lead wires
+/// ``execute(_:)`` after merging.
+struct BenchCommand: DepotSubcommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Benchmark drivers on YCSB A–F, bulk insert/fetch, point reads and durable commits, against the raw engines.",
+        usage: "depot bench [--drivers D,D] [--rounds N] [--records N] [--operations N] [--durability full|normal] [--json FILE] [--chart FILE.svg] [--quick]",
+        discussion: """
+            Reports medians and ratios taken round by round, with the settings beside the \
+            numbers. Not available in this build: the command exits with status 1.
+
+            Example:
+              depot bench --quick --drivers sqlite,gdbm --json bench.json --chart bench.svg
+            """
+    )
+
+    @Option(help: ArgumentHelp("Comma-separated driver schemes (default: every driver).", valueName: "D,D"))
+    var drivers: String?
+
+    @Option(help: "Rounds, interleaved across drivers.")
+    var rounds = 5
+
+    @Option(help: "Records loaded before the workloads.")
+    var records = 100_000
+
+    @Option(help: "Operations per workload (default: as many as records).")
+    var operations: Int?
+
+    @Option(help: ArgumentHelp("full or normal, applied to both sides of every ratio.", valueName: "full|normal"))
+    var durability = "full"
+
+    @Option(help: ArgumentHelp("Write every figure as JSON to FILE.", valueName: "FILE"))
+    var json: String?
+
+    @Option(help: ArgumentHelp("Write a bar chart (SVG) to FILE.", valueName: "FILE.svg"))
+    var chart: String?
+
+    @Flag(help: "A smoke run that finishes in under a minute.")
+    var quick = false
+
+    @OptionGroup var global: GlobalOptions
+
+    func execute(_ context: CommandContext) async throws -> Int32 {
+        guard durability == "full" || durability == "normal" else {
+            throw CLIFailure.usage("--durability must be full or normal", "write --durability full or --durability normal")
+        }
+        throw NotInThisBuild.failure("bench", needs: "the benchmark engine")
+    }
+}

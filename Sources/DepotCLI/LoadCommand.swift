@@ -1,0 +1,204 @@
+import ArgumentParser
+import Depot
+import Foundation
+
+/// `depot load [STORE] COLLECTION [FILE]`: JSON Lines in, upserting, in atomic batches.
+struct LoadCommand: DepotSubcommand {
+    static let configuration = CommandConfiguration(
+        commandName: "load",
+        abstract: "Load JSON Lines into a collection (upsert by id), in atomic batches.",
+        usage: "depot load [STORE] COLLECTION [FILE] [--batch N] [--unique F[,F]]... [--index F[,F]]...",
+        discussion: """
+            Each line is one JSON object with an "id" (an integer or a string) and its fields; \
+            blank lines are skipped. Records are saved (inserted or replaced by id). Each batch \
+            of --batch records is one atomic transaction; --batch 0 makes the whole input one \
+            transaction. A bad line stops the load with its line number: the batches before it \
+            are committed, nothing of its own batch is. Exit status 0 only when every line was \
+            committed.
+
+            --unique and --index add constraints and indexes to the collection (creating it, \
+            with the id kind of the first record) in the same transaction as the first batch.
+
+            Examples:
+              depot load sqlite:app.db books books.jsonl --unique isbn --index author
+              cat people.jsonl | depot load json:people.json people --batch 0
+            """
+    )
+
+    @Argument(help: ArgumentHelp("[STORE] COLLECTION [FILE]: FILE defaults to standard input.", valueName: "args"))
+    var arguments: [String] = []
+
+    @Option(help: "Records per transaction; 0 for the whole input in one transaction.")
+    var batch = 1000
+
+    @Option(help: ArgumentHelp("A unique constraint over one or more comma-separated fields.", valueName: "F[,F]"))
+    var unique: [String] = []
+
+    @Option(help: ArgumentHelp("An index over one or more comma-separated fields.", valueName: "F[,F]"))
+    var index: [String] = []
+
+    @OptionGroup var global: GlobalOptions
+
+    func execute(_ context: CommandContext) async throws -> Int32 {
+        let (stores, rest) = try StoreArguments.split(arguments, stores: 1, rest: 1...2, usage: "depot load [STORE] COLLECTION [FILE]")
+        let storeString = stores[0]
+        let collection = try StoreArguments.collectionName(rest[0])
+        guard batch >= 0 else { throw CLIFailure.usage("--batch must be 0 or more", "use --batch 1000, or --batch 0 for one transaction") }
+        let constraints = try unique.map { UniqueConstraint(try Self.fields($0, option: "--unique")) }
+        let indexes = try index.map { IndexDefinition(try Self.fields($0, option: "--index")) }
+        try CollectionSchema(name: collection, idKind: .string, uniqueConstraints: constraints, indexes: indexes).validateForCLI()
+        let reader = try rest.count == 2 && rest[1] != "-" ? LineReader(path: rest[1]) : LineReader()
+
+        let store = try await StoreArguments.open(storeString, context, mustExist: false)
+        return try await StoreArguments.using(store) { store in
+            var loader = BatchLoader(store: store, collection: collection, constraints: constraints, indexes: indexes)
+            let size = reader.fileSize
+            let progress = context.progress("load \(collection)", total: size, unit: size == nil ? "records" : "B")
+            var seen = 0
+            defer { progress.finish() }
+            var pending: [(line: Int, record: Record)] = []
+            do {
+                while let line = try reader.next() {
+                    if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
+                    let record: Record
+                    do {
+                        record = try Record(jsonObject: try JSONText.parse(Array(line)))
+                    } catch let error as DepotError {
+                        throw LoadLineError(line: reader.lineNumber, error: error)
+                    }
+                    pending.append((reader.lineNumber, record))
+                    seen += 1
+                    if batch > 0 && pending.count >= batch {
+                        try await loader.commit(pending)
+                        pending.removeAll(keepingCapacity: true)
+                    }
+                    progress.set(size == nil ? seen : reader.bytesRead)
+                }
+                if !pending.isEmpty { try await loader.commit(pending) }
+            } catch let error as LoadLineError {
+                progress.finish()
+                throw CLIFailure.failed(
+                    "\(Self.describe(error)) \(loader.summary(stopped: true))",
+                    "fix line \(error.line) and load again; saving is an upsert, so loading the same lines twice is harmless")
+            } catch {
+                progress.finish()
+                let failure = CLIFailure.from(error)
+                throw CLIFailure(message: "\(failure.message) \(loader.summary(stopped: true))", hint: failure.hint, status: failure.status)
+            }
+            context.logger.notice("\(loader.summary(stopped: false))")
+            return ExitStatus.success
+        }
+    }
+
+    /// `line 12, column 7: malformed JSON: expected a key.` or `line 12: <message>`.
+    static func describe(_ error: LoadLineError) -> String {
+        let prefix = "Malformed JSON at line 1, "
+        if error.error.message.hasPrefix(prefix) {
+            let rest = error.error.message.dropFirst(prefix.count)
+            if let colon = rest.firstIndex(of: ":") {
+                return "line \(error.line), \(rest[..<colon]): malformed JSON:\(rest[rest.index(after: colon)...])"
+            }
+        }
+        return "line \(error.line): \(error.error.message)"
+    }
+
+    /// Splits `F[,F]` into validated field names.
+    static func fields(_ text: String, option: String) throws -> [String] {
+        let fields = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        for field in fields where !FieldName.isValid(field) {
+            throw CLIFailure.usage("\(option) \(WhereParser.quoted(text)): \(WhereParser.quoted(field)) is not a valid field name", "write \(option) FIELD or \(option) FIELD1,FIELD2")
+        }
+        return fields
+    }
+}
+
+/// A line of input that is not a record.
+struct LoadLineError: Error {
+    let line: Int
+    let error: DepotError
+}
+
+/// Commits batches of loaded records and counts what was committed.
+struct BatchLoader {
+    let store: Store
+    let collection: CollectionName
+    let constraints: [UniqueConstraint]
+    let indexes: [IndexDefinition]
+    private(set) var committedRecords = 0
+    private(set) var committedBatches = 0
+    private(set) var lastCommittedLine = 0
+    private var prepared = false
+
+    init(store: Store, collection: CollectionName, constraints: [UniqueConstraint], indexes: [IndexDefinition]) {
+        self.store = store
+        self.collection = collection
+        self.constraints = constraints
+        self.indexes = indexes
+    }
+
+    /// Saves `records` in one transaction (preparing the collection in the first one).
+    /// - Throws: ``LoadLineError`` naming the line whose record was refused.
+    mutating func commit(_ records: [(line: Int, record: Record)]) async throws {
+        let collection = self.collection
+        let constraints = self.constraints
+        let indexes = self.indexes
+        let prepare = !prepared
+        let batch = records
+        try await store.write { tx in
+            if prepare, let first = batch.first {
+                try BatchLoader.prepare(collection, idKind: first.record.id.kind, constraints: constraints, indexes: indexes, in: tx)
+            }
+            for (line, record) in batch {
+                do {
+                    try tx.save(record, into: collection)
+                } catch let error as DepotError {
+                    throw LoadLineError(line: line, error: error)
+                }
+            }
+        }
+        prepared = true
+        committedRecords += records.count
+        committedBatches += 1
+        lastCommittedLine = records.last?.line ?? lastCommittedLine
+    }
+
+    /// Creates the collection, or adds the requested constraints and indexes to the ones it has.
+    static func prepare(_ collection: CollectionName, idKind: IDKind, constraints: [UniqueConstraint], indexes: [IndexDefinition], in tx: StoreWriteTransaction) throws {
+        if var schema = try tx.schema(of: collection) {
+            guard !constraints.isEmpty || !indexes.isEmpty else { return }
+            for constraint in constraints where !schema.uniqueConstraints.contains(where: { $0.name == constraint.name }) {
+                schema.uniqueConstraints.append(constraint)
+            }
+            for index in indexes where !schema.indexes.contains(where: { $0.name == index.name }) {
+                schema.indexes.append(index)
+            }
+            try tx.prepare(schema)
+        } else {
+            try tx.prepare(CollectionSchema(name: collection, idKind: idKind, uniqueConstraints: constraints, indexes: indexes))
+        }
+    }
+
+    /// What was committed, as a sentence.
+    func summary(stopped: Bool) -> String {
+        let records = committedRecords == 1 ? "1 record" : "\(committedRecords) records"
+        let batches = committedBatches == 1 ? "1 batch" : "\(committedBatches) batches"
+        if stopped {
+            return committedRecords == 0
+                ? "(nothing was committed)"
+                : "(\(records) in \(batches) \(committedBatches == 1 ? "was" : "were") committed, through line \(lastCommittedLine))"
+        }
+        return "loaded \(records) into \(collection) in \(batches)"
+    }
+}
+
+extension CollectionSchema {
+    /// Validates constraint and index definitions given on the command line.
+    /// - Throws: a usage ``CLIFailure``.
+    func validateForCLI() throws {
+        do {
+            try validate()
+        } catch let error as DepotError {
+            throw CLIFailure.usage(error.message, "give each --unique and --index distinct fields once")
+        }
+    }
+}

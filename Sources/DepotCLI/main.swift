@@ -1,2 +1,0 @@
-import Depot
-print("depot")
