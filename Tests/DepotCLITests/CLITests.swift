@@ -81,16 +81,19 @@ struct CLITests {
         }
     }
 
-    @Test("--help documents the exit codes; serve, sync and bench say they are not in this build")
+    @Test("--help documents the exit codes; serve and sync say they are not in this build; bench rejects an unknown driver")
     func helpAndUnavailableCommands() throws {
         let help = try CLI.run(["--help"])
         #expect(help.status == 0)
         #expect(help.stdout.contains("Exit status") && help.stdout.contains("usage error"))
-        for args in [["serve", "memory:"], ["sync", "memory:", "--remote", "http://127.0.0.1:1", "--collection", "books"], ["bench", "--quick"]] {
+        for args in [["serve", "memory:"], ["sync", "memory:", "--remote", "http://127.0.0.1:1", "--collection", "books"]] {
             let run = try CLI.run(args)
             #expect(run.status == 1, "\(args): \(run)")
             #expect(run.stderr.contains("not available in this build"), "\(args): \(run)")
         }
+        let bench = try CLI.run(["bench", "--drivers", "oracle"])
+        #expect(bench.status == 2, "\(bench)")
+        #expect(bench.stderr.contains("Unknown driver 'oracle'"), "\(bench)")
     }
 
     @Test("load commits batches and stops at a bad line with its number")
