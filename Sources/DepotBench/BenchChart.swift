@@ -33,7 +33,7 @@ public struct BenchChart: Sendable {
             groupHeights.append(n * (barHeight + barGap) + groupGap)
         }
         let plotHeight = groupHeights.reduce(0, +)
-        let height = top + plotHeight + 60
+        let height = top + plotHeight + 70
 
         var out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(height))\" viewBox=\"0 0 \(Int(width)) \(Int(height))\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"11\">\n"
         out += "<defs>\n"
@@ -50,8 +50,8 @@ public struct BenchChart: Sendable {
         for t in targets {
             let fill = t.baseline ? "url(#raw-\(t.driver))" : (BenchChart.colors[t.driver] ?? "#777")
             out += "<rect x=\"\(f(lx))\" y=\"68\" width=\"14\" height=\"11\" fill=\"\(fill)\" stroke=\"\(BenchChart.colors[t.driver] ?? "#777")\"/>\n"
-            out += text(lx + 18, 78, t.name + (t.baseline && t.driver == "json" ? " (floor)" : ""))
-            lx += 30 + Double(t.name.count) * 6.5 + (t.baseline && t.driver == "json" ? 40 : 0)
+            out += text(lx + 18, 78, t.name)
+            lx += 30 + Double(t.name.count) * 6.5
         }
         // Axis and decade grid lines.
         var decade = low
@@ -81,7 +81,8 @@ public struct BenchChart: Sendable {
                 out += "<line x1=\"\(f(left - 120))\" y1=\"\(f(y - groupGap / 2))\" x2=\"\(f(width - 10))\" y2=\"\(f(y - groupGap / 2))\" stroke=\"#eee\"/>\n"
             }
         }
-        out += text(left, height - 18, "YCSB A 50/50 read/update · B 95/5 · C read only · D 95% read latest + 5% insert · E 95% scan (1–100) + 5% insert · F 50% read + 50% read-modify-write; zipfian \(s.zipfianConstant) scrambled.", fill: "#555")
+        out += text(left - 120, height - 30, "YCSB A 50/50 read/update · B 95/5 · C read only · D 95% read latest + 5% insert · E 95% scan (1–100) + 5% insert", fill: "#555")
+        out += text(left - 120, height - 15, "F 50% read + 50% read-modify-write · zipfian \(s.zipfianConstant), scrambled · each operation one transaction · bulk: batches of 10,000 · durable commit: durability full", fill: "#555")
         out += "</svg>\n"
         return out
     }

@@ -127,7 +127,7 @@ public func runBench(_ options: BenchOptions, output: (String) -> Void) async th
         "p50/p99 are per operation over all rounds (a log-linear histogram, ≤ 3% low); bulk insert and bulk fetch have none (one transaction or query).",
         "Through Depot each YCSB operation is its own transaction through Store/Collection (a driver-thread hop each); a Depot update of one field is get + update in one write transaction. Raw SQLite updates one column with one UPDATE; raw GDBM fetches, decodes, changes and stores.",
         "Workload E scans are the query id >= key sorted by id with a limit: SQL ORDER BY/LIMIT on SQLite (both sides); engines without key order (gdbm, json, memory) walk the whole collection per scan on both sides, so E there runs at most \(options.unorderedScanLimit) operations.",
-        "The JSON driver rewrites its whole file per commit, so it is measured with at most \(options.jsonRecordLimit) records and \(options.jsonOperationLimit) operations per workload, against the floor of serializing the same records with JSONText and the same atomic write.",
+        "The JSON driver rewrites its whole file per commit, so it is measured with at most \(options.jsonRecordLimit) records and \(options.jsonOperationLimit) operations per workload, against the floor: JSONText-encoding each changed record (texts of unchanged records kept) and writing the whole file the same atomic way.",
         "Peak RSS: /proc/self/status VmHWM, reset through /proc/self/clear_refs (after malloc_trim) before each of a target's rounds; it includes the process's own baseline.",
     ]
     if benchBuildMode == "debug" { notes.append("DEBUG BUILD: these figures are not representative.") }

@@ -42,8 +42,9 @@ public protocol BenchTarget: AnyObject {
 }
 
 extension BenchTarget {
-    /// The name in tables: `sqlite` for Depot, `sqlite raw` for the baseline.
-    public var displayName: String { isBaseline ? "\(engine) raw" : engine }
+    /// The name in tables: `sqlite` for Depot, `sqlite raw` for the baseline (`json floor`
+    /// for the JSON driver's).
+    public var displayName: String { isBaseline ? (engine == "json" ? "json floor" : "\(engine) raw") : engine }
 }
 
 /// A benchmark that could not do what it was asked: the data did not look as expected.

@@ -170,7 +170,7 @@ import Testing
             counts[target.displayName] = try await target.fetchAll()
             try await target.close()
         }
-        let expected = try #require(counts["json raw"])
+        let expected = try #require(counts["json floor"])
         #expect(expected > 91)
         for (name, count) in counts { #expect(count == expected, "\(name) holds \(count) records, the JSON floor \(expected)") }
     }
