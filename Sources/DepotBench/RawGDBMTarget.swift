@@ -18,7 +18,7 @@ public final class RawGDBMTarget: BenchTarget {
     public let engine = "gdbm"
     public let isBaseline = true
     public var settings: [String: String] {
-        ["api": "gdbm_store/gdbm_fetch, value = 10 length-prefixed strings", "sync": durability == .full ? "gdbm_sync per commit" : "none", "gdbm_version": "\(GDBM_VERSION_MAJOR).\(GDBM_VERSION_MINOR).\(GDBM_VERSION_PATCH)"]
+        ["api": "gdbm_store/gdbm_fetch, value = 10 length-prefixed strings", "sync": "gdbm_sync per commit if durability full, none if normal", "gdbm_version": "\(GDBM_VERSION_MAJOR).\(GDBM_VERSION_MINOR).\(GDBM_VERSION_PATCH)"]
     }
 
     private var dbf: OpaquePointer?

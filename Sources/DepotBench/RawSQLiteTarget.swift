@@ -14,7 +14,7 @@ public final class RawSQLiteTarget: BenchTarget {
     public let engine = "sqlite"
     public let isBaseline = true
     public var settings: [String: String] {
-        ["journal_mode": "WAL", "synchronous": synchronous, "api": "sqlite3 C API, prepared statements, implicit transactions per operation", "sqlite_version": String(cString: sqlite3_libversion())]
+        ["journal_mode": "WAL", "synchronous": "FULL if durability full, NORMAL if normal", "api": "sqlite3 C API, prepared statements, implicit transactions per operation", "sqlite_version": String(cString: sqlite3_libversion())]
     }
 
     private var db: OpaquePointer?
