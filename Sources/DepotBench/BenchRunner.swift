@@ -42,14 +42,27 @@ public func runBench(_ options: BenchOptions, output: (String) -> Void) async th
     output("depot bench: \(benchBuildMode) build, \(options.rounds) round(s), \(options.records) records, \(options.operations) operations, durability \(options.durability.rawValue); load average \(loadAverage)")
     if benchBuildMode == "debug" { output("warning: this is a debug build; build with -c release for figures that mean something") }
 
+    // The streaming check runs first, while the process is small: its peak RSS is absolute.
+    var failures: [String: String] = [:]
+    var streaming: [StreamingResult] = []
+    if options.streamingRecords > 0 {
+        for pair in pairs where pair.engine == "sqlite" || pair.engine == "gdbm" {
+            output("streaming check, \(pair.engine): loading \(options.streamingRecords) records")
+            do {
+                streaming.append(try await streamingCheck(engine: pair.engine, options: options, base: base))
+            } catch {
+                failures["streaming check, \(pair.engine)"] = "\(error)"
+                output("streaming check, \(pair.engine): FAILED: \(error)")
+            }
+        }
+    }
+
     // [target display name: [workload: per-round measurements]]
     var measured: [String: [Workload: [Measurement]]] = [:]
     var peaks: [String: Int] = [:]
     var recordsUsed: [String: Int] = [:]
     var operationsUsed: [String: [Workload: Int]] = [:]
     var settings: [String: [String: String]] = [:]
-
-    var failures: [String: String] = [:]
     for round in 1...options.rounds {
         for pair in pairs {
             let ordered = round % 2 == 1 ? pair.targets : pair.targets.reversed()
@@ -105,19 +118,6 @@ public func runBench(_ options: BenchOptions, output: (String) -> Void) async th
                     p50Nanoseconds: histogram.count > 0 ? histogram.value(atPercentile: 50) : nil,
                     p99Nanoseconds: histogram.count > 0 ? histogram.value(atPercentile: 99) : nil,
                     ratioToRaw: ratio, roundRatios: roundRatios))
-            }
-        }
-    }
-
-    var streaming: [StreamingResult] = []
-    if options.streamingRecords > 0 {
-        for pair in pairs where pair.engine == "sqlite" || pair.engine == "gdbm" {
-            output("streaming check, \(pair.engine): loading \(options.streamingRecords) records")
-            do {
-                streaming.append(try await streamingCheck(engine: pair.engine, options: options, base: base))
-            } catch {
-                failures["streaming check, \(pair.engine)"] = "\(error)"
-                output("streaming check, \(pair.engine): FAILED: \(error)")
             }
         }
     }
