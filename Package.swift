@@ -16,6 +16,8 @@ let package = Package(
         .library(name: "DepotConformance", targets: ["DepotConformance"]),
         .executable(name: "depot", targets: ["DepotCLI"]),
         .executable(name: "depot-crash-helper", targets: ["DepotCrashHelper"]),
+        // bench branch: the benchmark engine, for the Benchmarks/ package.
+        .library(name: "DepotBench", targets: ["DepotBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -36,7 +38,7 @@ let package = Package(
         .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory", "DepotSQLite", "DepotJSONFile", "DepotGDBM", "DepotSync"], swiftSettings: settings),
         .executableTarget(
             name: "DepotCLI",
-            dependencies: ["Depot", "DepotServer", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Depot", "DepotServer", "DepotBench", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Logging", package: "swift-log")],
             swiftSettings: settings
         ),
         // --- branch sqlite: the SQLite driver ---
@@ -76,6 +78,10 @@ let package = Package(
         .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot"], swiftSettings: settings),
         // cli branch: end-to-end tests of `depot` (they run the built executable).
         .testTarget(name: "DepotCLITests", dependencies: ["Depot", "DepotCLI", "DepotConformance"], swiftSettings: settings),
+        // bench branch: the engine of `depot bench` (workloads, raw baselines, report, chart).
+        .target(name: "DepotBench", dependencies: ["Depot", "DepotCore", "CSQLite", "CGDBM"], swiftSettings: settings),
+        .testTarget(name: "DepotBenchTests", dependencies: ["DepotBench", "Depot"], swiftSettings: settings),
+        // end bench branch
         // MARK: gdbm branch: the GDBM driver (system libgdbm via apt libgdbm-dev).
         .systemLibrary(name: "CGDBM", path: "Sources/CGDBM", providers: [.apt(["libgdbm-dev"])]),
         .target(name: "DepotGDBM", dependencies: ["DepotCore", "CGDBM"], swiftSettings: settings),

@@ -1,33 +1,47 @@
 // swift-tools-version:6.1
-// Benchmarks, a separate package so that the peers they compare with (GRDB) are never
-// dependencies of Depot. ordo-one/package-benchmark 1.38 needs swift-runtime-interposer on
-// Linux with Swift 6.3, which this machine cannot fetch, so the runner is a plain release
-// executable that times each workload with ContinuousClock, best of several runs, all sides
-// in the same run with the same pragmas:
-//
-//   cd Benchmarks && swift run -c release SQLiteBenchmarks
-import Foundation
 import PackageDescription
 
-/// The identity of the Depot package depended on by path: its directory's name.
-let depot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().lastPathComponent
+// Micro-benchmarks of Depot with ordo-one/benchmark. A separate package, so the benchmark
+// tooling and GRDB (the peer to beat on SQLite) never become dependencies of Depot.
+//
+//     cd Benchmarks && swift package --allow-writing-to-directory .benchmarkBaselines benchmark
+//
+// Docs/Benchmarks.md explains every benchmark and the figures.
 
 let package = Package(
     name: "DepotBenchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(path: ".."),
-        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+        .package(name: "Depot", path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.0", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
     ],
     targets: [
+        // Depot's codec, every driver's paths through Store/Collection/Repository, and the raw
+        // C APIs (SQLite, GDBM) and the JSON floor doing the same work.
         .executableTarget(
-            name: "SQLiteBenchmarks",
+            name: "DepotBenchmarks",
             dependencies: [
-                .product(name: "Depot", package: depot),
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "Depot", package: "Depot"),
+                .product(name: "DepotBench", package: "Depot"),
+                .product(name: "Benchmark", package: "benchmark"),
             ],
-            path: "Benchmarks/SQLiteBenchmarks"
+            path: "Benchmarks/DepotBenchmarks",
+            // Benchmark's registration API predates Sendable annotations.
+            swiftSettings: [.swiftLanguageMode(.v5)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // GRDB's Codable records on the same SQLite workloads: the peer Depot must beat.
+        .executableTarget(
+            name: "GRDBBenchmarks",
+            dependencies: [
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "DepotBench", package: "Depot"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/GRDBBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v5)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
     ]
 )

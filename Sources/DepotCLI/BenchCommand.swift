@@ -3,9 +3,7 @@ import Depot
 
 /// `depot bench`: YCSB A–F and bulk workloads against every driver and the raw engines.
 ///
-/// Registered with its documented arguments; the benchmark engine arrives on its own branch,
-/// so in this build it fails with "not available in this build". The lead wires
-/// ``execute(_:)`` after merging.
+/// The engine is `DepotBench.runBench` (BenchCommand+Run.swift).
 struct BenchCommand: DepotSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
@@ -13,7 +11,7 @@ struct BenchCommand: DepotSubcommand {
         usage: "depot bench [--drivers D,D] [--rounds N] [--records N] [--operations N] [--durability full|normal] [--json FILE] [--chart FILE.svg] [--quick]",
         discussion: """
             Reports medians and ratios taken round by round, with the settings beside the \
-            numbers. Not available in this build: the command exits with status 1.
+            numbers. Durable commits always run at durability full. See Docs/Benchmarks.md.
 
             Example:
               depot bench --quick --drivers sqlite,gdbm --json bench.json --chart bench.svg
@@ -29,11 +27,11 @@ struct BenchCommand: DepotSubcommand {
     @Option(help: "Records loaded before the workloads.")
     var records = 100_000
 
-    @Option(help: "Operations per workload (default: as many as records).")
+    @Option(help: "Operations per workload (default: 10,000).")
     var operations: Int?
 
     @Option(help: ArgumentHelp("full or normal, applied to both sides of every ratio.", valueName: "full|normal"))
-    var durability = "full"
+    var durability = "normal"
 
     @Option(help: ArgumentHelp("Write every figure as JSON to FILE.", valueName: "FILE"))
     var json: String?
@@ -50,6 +48,6 @@ struct BenchCommand: DepotSubcommand {
         guard durability == "full" || durability == "normal" else {
             throw CLIFailure.usage("--durability must be full or normal", "write --durability full or --durability normal")
         }
-        throw NotInThisBuild.failure("bench", needs: "the benchmark engine")
+        return try await runBench(context)
     }
 }

@@ -81,16 +81,21 @@ struct CLITests {
         }
     }
 
-    @Test("--help documents the exit codes; serve, sync and bench say they are not in this build")
+    @Test("--help documents the exit codes; serve and sync fail cleanly; bench rejects an unknown driver")
     func helpAndUnavailableCommands() async throws {
         let help = try await CLI.run(["--help"])
         #expect(help.status == 0)
         #expect(help.stdout.contains("Exit status") && help.stdout.contains("usage error"))
-        for args in [["serve", "memory:"], ["sync", "memory:", "--remote", "http://127.0.0.1:1", "--collection", "books"], ["bench", "--quick"]] {
-            let run = try await CLI.run(args)
-            #expect(run.status == 1, "\(args): \(run)")
-            #expect(run.stderr.contains("not available in this build"), "\(args): \(run)")
-        }
+        let badPort = try await CLI.run(["serve", "memory:", "--port", "70000"])
+        #expect(badPort.status == 2, "\(badPort)")
+        let refused = try await CLI.run(["sync", "memory:", "--remote", "http://127.0.0.1:1", "--collection", "books"])
+        #expect(refused.status == 1, "\(refused)")
+        #expect(refused.stderr.hasPrefix("depot: "), "one line saying what went wrong: \(refused)")
+        let insecure = try await CLI.run(["sync", "memory:", "--remote", "http://example.invalid", "--collection", "books"])
+        #expect(insecure.status == 2, "plain http to a non-loopback host needs --allow-insecure-http: \(insecure)")
+        let bench = try await CLI.run(["bench", "--drivers", "oracle"])
+        #expect(bench.status == 2, "\(bench)")
+        #expect(bench.stderr.contains("Unknown driver 'oracle'"), "\(bench)")
     }
 
     @Test("load commits batches and stops at a bad line with its number")

@@ -1,0 +1,106 @@
+import DepotCore
+
+/// Everything `depot bench` can be told; the defaults are those of a full run.
+///
+/// ```swift
+/// var options = BenchOptions()
+/// options.drivers = ["sqlite", "memory"]
+/// options.quick = true
+/// let report = try await runBench(options) { print($0) }
+/// ```
+public struct BenchOptions: Sendable, Hashable {
+    /// Engines to measure, as in `--drivers`: `sqlite`, `gdbm`, `json`, `memory`.
+    public var drivers: [String] = ["sqlite", "gdbm", "json", "memory"]
+    /// Rounds; every target runs every workload once per round, targets interleaved.
+    public var rounds = 5
+    /// Records loaded before the workloads (YCSB's `recordcount`).
+    public var records = 100_000
+    /// Operations per YCSB workload and for point reads (YCSB's `operationcount`).
+    public var operations = 10_000
+    /// Durability of every store, on both sides of every ratio. The durable-commit
+    /// workload always runs at `full`.
+    public var durability: Durability = .normal
+    /// Workloads to report (the bulk insert always runs: it loads the data).
+    public var workloads: [Workload] = Workload.runOrder
+    /// Single-record durable commits per round.
+    public var durableCommits = 50
+    /// The JSON driver rewrites its whole file on every commit, so it gets at most this
+    /// many records (both sides of its ratio).
+    public var jsonRecordLimit = 1_000
+    /// At most this many operations per workload for the JSON driver.
+    public var jsonOperationLimit = 500
+    /// At most this many workload E operations on engines without key order (gdbm, json,
+    /// memory), whose every scan walks the whole collection.
+    public var unorderedScanLimit = 100
+    /// Records streamed by the streaming check; `0` skips it.
+    public var streamingRecords = 1_000_000
+    /// The streaming check passes when peak RSS stays under this many bytes.
+    public var streamingLimitBytes = 64 << 20
+    /// Where stores are made (a new directory inside it); the system's temporary
+    /// directory when `nil`. Removed afterwards.
+    public var directory: String?
+    /// Write the report as JSON here.
+    public var jsonPath: String?
+    /// Write the bar chart as SVG here.
+    public var chartPath: String?
+    /// A smoke run that finishes in under a minute (see ``effective``).
+    public var quick = false
+    /// Seed of every operation sequence (round `r` uses `seed + r`).
+    public var seed: UInt64 = 42
+
+    /// The default options of a full run.
+    public init() {}
+
+    /// The options actually used: with ``quick``, 1 round of 2,000 records, 300 operations,
+    /// 5 durable commits and a 100,000-record streaming check.
+    public var effective: BenchOptions {
+        guard quick else { return self }
+        var copy = self
+        copy.rounds = min(rounds, 1)
+        copy.records = min(records, 2_000)
+        copy.operations = min(operations, 300)
+        copy.durableCommits = min(durableCommits, 5)
+        copy.jsonRecordLimit = min(jsonRecordLimit, 500)
+        copy.jsonOperationLimit = min(jsonOperationLimit, 100)
+        copy.unorderedScanLimit = min(unorderedScanLimit, 30)
+        copy.streamingRecords = min(streamingRecords, 100_000)
+        return copy
+    }
+
+    /// Records loaded for `engine`.
+    public func records(for engine: String) -> Int {
+        engine == "json" ? min(records, jsonRecordLimit) : records
+    }
+
+    /// Operations of `workload` for `engine`.
+    public func operations(_ workload: Workload, for engine: String) -> Int {
+        var count = operations
+        if engine == "json" { count = min(count, jsonOperationLimit) }
+        if workload == .ycsbE, engine != "sqlite" { count = min(count, unorderedScanLimit) }
+        return count
+    }
+
+    /// Checks the values.
+    /// - Throws: ``BenchError`` naming the bad option.
+    public func validate() throws {
+        let known: Set<String> = ["sqlite", "gdbm", "json", "memory"]
+        guard !drivers.isEmpty else { throw BenchError("--drivers names no driver.") }
+        for driver in drivers where !known.contains(driver) {
+            throw BenchError("Unknown driver '\(driver)' in --drivers; known: \(known.sorted().joined(separator: ", ")).")
+        }
+        guard rounds >= 1 else { throw BenchError("--rounds must be at least 1.") }
+        guard records >= 10 else { throw BenchError("--records must be at least 10.") }
+        guard operations >= 1 else { throw BenchError("--operations must be at least 1.") }
+        guard durableCommits >= 1 else { throw BenchError("durable commits must be at least 1.") }
+        guard streamingRecords >= 0 else { throw BenchError("streaming records must not be negative.") }
+    }
+}
+
+/// `"debug"` or `"release"`: how this code was compiled. Figures from debug builds mean little.
+public var benchBuildMode: String {
+    #if DEBUG
+    return "debug"
+    #else
+    return "release"
+    #endif
+}

@@ -1,0 +1,325 @@
+import Depot
+import DepotCore
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Runs `depot bench`: every workload against every selected driver through Depot and,
+/// in the same run, against the engine's raw API, rounds interleaved; then the streaming
+/// check. Prints progress and the table through `output`, writes `--json` and `--chart`.
+///
+/// Ratios are taken round by round (Depot's time ÷ the raw time for the same operations
+/// in the same round), then the median over rounds is reported; ops/s is the median over
+/// rounds too. Within a round the targets alternate order (Depot first in odd rounds, raw
+/// first in even ones) so neither side always runs on a warmer or cooler machine.
+///
+/// - Throws: ``BenchError`` for bad options; a driver's ``DepotError``; file errors
+///   writing the JSON or the chart.
+public func runBench(_ options: BenchOptions, output: (String) -> Void) async throws -> BenchReport {
+    try options.validate()
+    let options = options.effective
+    let base = try makeBenchDirectory(options.directory)
+    defer { try? FileManager.default.removeItem(atPath: base) }
+
+    var pairs: [(engine: String, targets: [any BenchTarget])] = []
+    for engine in options.drivers {
+        guard let depot = try DepotStoreTarget.standard(engine) else { continue }
+        guard DriverRegistry.standard.schemes.contains(engine) else {
+            output("skipping \(engine): this build of depot has no \(engine) driver")
+            continue
+        }
+        var targets: [any BenchTarget] = [depot]
+        if let raw = rawBaseline(engine) { targets.append(raw) }
+        pairs.append((engine, targets))
+    }
+    guard !pairs.isEmpty else { throw BenchError("None of the drivers \(options.drivers.joined(separator: ", ")) is in this build.") }
+
+    let loadAverage = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "unknown"
+    output("depot bench: \(benchBuildMode) build, \(options.rounds) round(s), \(options.records) records, \(options.operations) operations, durability \(options.durability.rawValue); load average \(loadAverage)")
+    if benchBuildMode == "debug" { output("warning: this is a debug build; build with -c release for figures that mean something") }
+
+    // The streaming check runs first, while the process is small: its peak RSS is absolute.
+    var failures: [String: String] = [:]
+    var streaming: [StreamingResult] = []
+    if options.streamingRecords > 0 {
+        for pair in pairs where pair.engine == "sqlite" || pair.engine == "gdbm" {
+            output("streaming check, \(pair.engine): loading \(options.streamingRecords) records")
+            do {
+                streaming.append(try await streamingCheck(engine: pair.engine, options: options, base: base))
+            } catch {
+                failures["streaming check, \(pair.engine)"] = "\(error)"
+                output("streaming check, \(pair.engine): FAILED: \(error)")
+            }
+        }
+    }
+
+    // [target display name: [workload: per-round measurements]]
+    var measured: [String: [Workload: [Measurement]]] = [:]
+    var peaks: [String: Int] = [:]
+    var recordsUsed: [String: Int] = [:]
+    var operationsUsed: [String: [Workload: Int]] = [:]
+    var settings: [String: [String: String]] = [:]
+    for round in 1...options.rounds {
+        for pair in pairs {
+            let ordered = round % 2 == 1 ? pair.targets : pair.targets.reversed()
+            for target in ordered where failures[target.displayName] == nil {
+                let name = target.displayName
+                let directory = base + "/r\(round)-" + name.replacingOccurrences(of: " ", with: "-")
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                trimMalloc()
+                ProcessMemory.resetPeak()
+                let started = monotonicNanoseconds()
+                let result: (records: Int, measurements: [Workload: Measurement])
+                do {
+                    result = try await measureRound(target, options: options, round: round, directory: directory)
+                } catch {
+                    // One failing target must not lose the others' figures: report it and go on.
+                    failures[name] = "\(error)"
+                    output("round \(round)/\(options.rounds) \(name): FAILED: \(error)")
+                    try? FileManager.default.removeItem(atPath: directory)
+                    continue
+                }
+                if let peak = ProcessMemory.peakResidentBytes() { peaks[name] = max(peaks[name] ?? 0, peak) }
+                try? FileManager.default.removeItem(atPath: directory)
+                for (workload, m) in result.measurements { measured[name, default: [:]][workload, default: []].append(m) }
+                recordsUsed[name] = result.records
+                operationsUsed[name] = result.measurements.mapValues(\.operations)
+                settings[name] = target.settings
+                output("round \(round)/\(options.rounds) \(name): \(String(format: "%.1f", Double(monotonicNanoseconds() - started) / 1e9)) s")
+            }
+        }
+    }
+
+    var results: [BenchResult] = []
+    for pair in pairs {
+        for target in pair.targets {
+            let name = target.displayName
+            if failures[name] != nil { continue }
+            for workload in Workload.runOrder where options.workloads.contains(workload) {
+                guard let rounds = measured[name]?[workload], !rounds.isEmpty else { continue }
+                var histogram = LatencyHistogram()
+                for m in rounds { histogram.merge(m.histogram) }
+                var ratio: Double?
+                var roundRatios: [Double]?
+                if !target.isBaseline, let raw = pair.targets.first(where: \.isBaseline), let rawRounds = measured[raw.displayName]?[workload], rawRounds.count == rounds.count {
+                    let ratios = zip(rounds, rawRounds).map { $0.nanoseconds / max($1.nanoseconds, 1) }
+                    roundRatios = ratios
+                    ratio = median(ratios)
+                }
+                let rates = rounds.map(\.opsPerSecond)
+                results.append(BenchResult(
+                    driver: pair.engine, target: name, baseline: target.isBaseline, workload: workload,
+                    records: recordsUsed[name] ?? 0, operations: rounds[0].operations,
+                    opsPerSecond: median(rates), roundOpsPerSecond: rates,
+                    p50Nanoseconds: histogram.count > 0 ? histogram.value(atPercentile: 50) : nil,
+                    p99Nanoseconds: histogram.count > 0 ? histogram.value(atPercentile: 99) : nil,
+                    ratioToRaw: ratio, roundRatios: roundRatios))
+            }
+        }
+    }
+
+    var notes: [String] = [
+        "ops/s and ratios are medians over rounds; a ratio is Depot's time ÷ the raw time for the same operations in the same round (1.00× = as fast as raw, 2.00× = twice the time).",
+        "p50/p99 are per operation over all rounds (a log-linear histogram, ≤ 3% low); bulk insert and bulk fetch have none (one transaction or query).",
+        "Through Depot each YCSB operation is its own transaction through Store/Collection (a driver-thread hop each); a Depot update of one field is get + update in one write transaction. Raw SQLite updates one column with one UPDATE; raw GDBM fetches, decodes, changes and stores.",
+        "Workload E scans are the query id >= key sorted by id with a limit: SQL ORDER BY/LIMIT on SQLite (both sides); engines without key order (gdbm, json, memory) walk the whole collection per scan on both sides, so E there runs at most \(options.unorderedScanLimit) operations.",
+        "The JSON driver rewrites its whole file per commit, so it is measured with at most \(options.jsonRecordLimit) records and \(options.jsonOperationLimit) operations per workload, against the floor: JSONText-encoding each changed record (texts of unchanged records kept) and writing the whole file the same atomic way.",
+        "Peak RSS: /proc/self/status VmHWM, reset through /proc/self/clear_refs (after malloc_trim) before each of a target's rounds; it includes the process's own baseline.",
+    ]
+    if benchBuildMode == "debug" { notes.append("DEBUG BUILD: these figures are not representative.") }
+    for (name, error) in failures.sorted(by: { $0.key < $1.key }) { notes.append("FAILED: \(name): \(error); its figures are left out.") }
+    let memory = pairs.flatMap(\.targets).map { MemoryResult(target: $0.displayName, peakRSSBytes: peaks[$0.displayName], method: "VmHWM after clear_refs, per target, max over rounds") }
+
+    let formatter = ISO8601DateFormatter()
+    let report = BenchReport(
+        settings: BenchSettings(
+            date: formatter.string(from: Date()), buildMode: benchBuildMode, durability: options.durability.rawValue, durableCommitDurability: "full",
+            rounds: options.rounds, records: options.records, operations: options.operations, fieldsPerRecord: YCSB.fieldCount, bytesPerField: YCSB.fieldLength,
+            zipfianConstant: YCSB.zipfianConstant, maxScanLength: YCSB.maxScanLength, quick: options.quick,
+            processors: ProcessInfo.processInfo.activeProcessorCount, loadAverageAtStart: loadAverage, targets: settings),
+        results: results, memory: memory, streaming: streaming, notes: notes)
+    output("")
+    output(report.table())
+    if let path = options.jsonPath {
+        try report.jsonData().write(to: URL(fileURLWithPath: path))
+        output("wrote \(path)")
+    }
+    if let path = options.chartPath {
+        try Data(BenchChart(report: report).svg().utf8).write(to: URL(fileURLWithPath: path))
+        output("wrote \(path)")
+    }
+    return report
+}
+
+/// The raw baseline of an engine in this build (`RawSQLiteTarget`, `RawGDBMTarget`,
+/// `JSONFloorTarget`), `nil` when it has none.
+public func rawBaseline(_ engine: String) -> (any BenchTarget)? {
+    switch engine {
+    #if canImport(CSQLite)
+    case "sqlite": return RawSQLiteTarget()
+    #endif
+    #if canImport(CGDBM)
+    case "gdbm": return RawGDBMTarget()
+    #endif
+    case "json": return JSONFloorTarget()
+    default: return nil
+    }
+}
+
+/// One workload's figures from one round of one target.
+struct Measurement: Sendable {
+    var operations: Int
+    var nanoseconds: Double
+    var histogram: LatencyHistogram
+    var opsPerSecond: Double { nanoseconds > 0 ? Double(operations) / (nanoseconds / 1e9) : 0 }
+}
+
+/// Loads the records, runs every workload once, returns what each took.
+func measureRound(_ target: any BenchTarget, options: BenchOptions, round: Int, directory: String) async throws -> (records: Int, measurements: [Workload: Measurement]) {
+    let engine = target.engine
+    let records = options.records(for: engine)
+    var out: [Workload: Measurement] = [:]
+    try await target.open(directory: directory, durability: options.durability)
+    do {
+        // Bulk insert: batches of 10,000 records per transaction, values made before the clock starts.
+        var elapsed: UInt64 = 0
+        var start = 0
+        while start < records {
+            let end = min(start + 10_000, records)
+            let values = (start..<end).map(YCSB.fields(record:))
+            let t0 = monotonicNanoseconds()
+            try await target.insertBatch(start..<end, values: values)
+            elapsed += monotonicNanoseconds() - t0
+            start = end
+        }
+        out[.bulkInsert] = Measurement(operations: records, nanoseconds: Double(elapsed), histogram: LatencyHistogram())
+
+        if options.workloads.contains(.bulkFetch) {
+            let t0 = monotonicNanoseconds()
+            let count = try await target.fetchAll()
+            let ns = monotonicNanoseconds() - t0
+            guard count == records else { throw BenchError("\(target.displayName): bulk fetch read \(count) of \(records) records") }
+            out[.bulkFetch] = Measurement(operations: count, nanoseconds: Double(ns), histogram: LatencyHistogram())
+        }
+
+        var inserted = 0
+        for workload in Workload.runOrder where workload == .pointReads || workload.isYCSB {
+            guard options.workloads.contains(workload) else { continue }
+            let plan = OperationPlan(records: records, inserted: inserted)
+            let (ops, inserts) = plan.operations(workload, count: options.operations(workload, for: engine), seed: options.seed &+ UInt64(round))
+            var histogram = LatencyHistogram()
+            var total: UInt64 = 0
+            for op in ops {
+                let t0 = monotonicNanoseconds()
+                try await target.run(op)
+                let ns = monotonicNanoseconds() - t0
+                histogram.record(ns)
+                total += ns
+            }
+            inserted += inserts
+            out[workload] = Measurement(operations: ops.count, nanoseconds: Double(total), histogram: histogram)
+        }
+
+        if options.workloads.contains(.durableCommit) {
+            try await target.reopen(durability: .full)
+            var histogram = LatencyHistogram()
+            var total: UInt64 = 0
+            let first = records + inserted + 1_000_000
+            for i in 0..<options.durableCommits {
+                let values = YCSB.fields(record: first + i)
+                let t0 = monotonicNanoseconds()
+                try await target.durableInsert(first + i, values: values)
+                let ns = monotonicNanoseconds() - t0
+                histogram.record(ns)
+                total += ns
+            }
+            out[.durableCommit] = Measurement(operations: options.durableCommits, nanoseconds: Double(total), histogram: histogram)
+        }
+    } catch {
+        try? await target.close()
+        throw error
+    }
+    try await target.close()
+    return (records, out)
+}
+
+/// Loads `options.streamingRecords` small records into a fresh store, reopens it, then
+/// streams them through a query and watches the peak RSS.
+func streamingCheck(engine: String, options: BenchOptions, base: String) async throws -> StreamingResult {
+    let directory = base + "/streaming-" + engine
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let storeString = engine == "sqlite" ? "sqlite:\(directory)/stream.sqlite?durability=normal" : "gdbm:\(directory)/stream-gdbm?durability=normal"
+    let name = try CollectionName("items")
+    do {
+        let store = try await Store.open(storeString, registry: .standard)
+        var start = 0
+        while start < options.streamingRecords {
+            let end = min(start + 20_000, options.streamingRecords)
+            let batch = start..<end
+            try await store.write { tx in
+                for n in batch {
+                    try tx.insert(Record(id: .int(Int64(n)), fields: ["n": .int(Int64(n)), "name": .string("item \(n)"), "score": .double(Double(n) / 7)]), into: name)
+                }
+            }
+            start = end
+        }
+        try await store.close()
+    }
+    trimMalloc()
+    let store = try await Store.open(storeString, registry: .standard)
+    let collection = store.collection(name)
+    trimMalloc()
+    ProcessMemory.resetPeak()
+    let startRSS = ProcessMemory.residentBytes()
+    let t0 = monotonicNanoseconds()
+    var count = 0
+    for try await record in try collection.stream(Query(filter: Field("n") >= 0)) {
+        if case .int = record.id { count += 1 }
+    }
+    let seconds = Double(monotonicNanoseconds() - t0) / 1e9
+    let peak = ProcessMemory.peakResidentBytes()
+    try await store.close()
+    let passed = count == options.streamingRecords && (peak.map { $0 < options.streamingLimitBytes } ?? false)
+    return StreamingResult(driver: engine, records: options.streamingRecords, recordsRead: count, seconds: seconds, startRSSBytes: startRSS, peakRSSBytes: peak, limitBytes: options.streamingLimitBytes, passed: passed)
+}
+
+func makeBenchDirectory(_ parent: String?) throws -> String {
+    let root = parent ?? NSTemporaryDirectory()
+    let path = (root.hasSuffix("/") ? root : root + "/") + "depot-bench-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+/// CLOCK_MONOTONIC in nanoseconds.
+@inline(__always)
+func monotonicNanoseconds() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+}
+
+/// Gives freed heap back to the system (glibc), so one target's garbage does not count as
+/// the next one's resident memory.
+func trimMalloc() {
+    #if canImport(Glibc)
+    _ = glibcMallocTrim(0)
+    #endif
+}
+
+#if canImport(Glibc)
+// glibc's malloc_trim(3); <malloc.h> is not part of the Glibc module map.
+@_silgen_name("malloc_trim")
+private func glibcMallocTrim(_ pad: Int) -> Int32
+#endif
+
+func median(_ values: [Double]) -> Double {
+    guard !values.isEmpty else { return 0 }
+    let sorted = values.sorted()
+    let mid = sorted.count / 2
+    return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+}

@@ -1,0 +1,57 @@
+import DepotCore
+
+/// Something `depot bench` measures: Depot over a driver, or an engine's raw API doing the
+/// same work (the baseline of a ratio).
+///
+/// A target is used by one task at a time: `open`, the workloads, then `close`. Every
+/// method does exactly one workload step, so timing around the call measures it.
+/// Record `n` has id ``YCSB/key(_:)`` and fields `field0` … `field9` with values
+/// ``YCSB/fields(record:)``.
+public protocol BenchTarget: AnyObject {
+    /// The engine, as in `--drivers`: `"sqlite"`, `"gdbm"`, `"json"`, `"memory"`.
+    var engine: String { get }
+    /// `true` for a raw baseline, `false` for Depot.
+    var isBaseline: Bool { get }
+    /// Engine settings printed beside the numbers (journal mode, synchronous, …).
+    var settings: [String: String] { get }
+
+    /// Creates an empty store in `directory` (which exists and is empty) with `durability`.
+    /// - Throws: the engine's error.
+    func open(directory: String, durability: Durability) async throws
+    /// Closes the store and opens it again with `durability` (for the durable commits).
+    /// - Throws: the engine's error.
+    func reopen(durability: Durability) async throws
+    /// Inserts records `range` in one transaction.
+    /// - Throws: the engine's error.
+    func insertBatch(_ range: Range<Int>, values: [[String]]) async throws
+    /// Reads every record into memory; returns how many.
+    /// - Throws: the engine's error.
+    func fetchAll() async throws -> Int
+    /// Runs one operation (its own transaction, or two for read-modify-write).
+    /// - Throws: the engine's error, or ``BenchError`` when a record is missing.
+    func run(_ operation: BenchOperation) async throws
+    /// Inserts record `n` with `values` as one durable single-record transaction.
+    /// - Throws: the engine's error.
+    func durableInsert(_ n: Int, values: [String]) async throws
+    /// Deletes record `n` in its own transaction.
+    /// - Throws: the engine's error, or ``BenchError`` when the record is missing.
+    func delete(_ n: Int) async throws
+    /// Closes the store.
+    /// - Throws: the engine's error.
+    func close() async throws
+}
+
+extension BenchTarget {
+    /// The name in tables: `sqlite` for Depot, `sqlite raw` for the baseline (`json floor`
+    /// for the JSON driver's).
+    public var displayName: String { isBaseline ? (engine == "json" ? "json floor" : "\(engine) raw") : engine }
+}
+
+/// A benchmark that could not do what it was asked: the data did not look as expected.
+public struct BenchError: Error, CustomStringConvertible, Sendable {
+    /// What went wrong, safe to print.
+    public var description: String
+
+    /// An error saying `description`.
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,46 @@
+import ArgumentParser
+import Depot
+import DepotBench
+import Foundation
+
+extension BenchCommand {
+    /// Turns the command line into ``BenchOptions`` and runs the benchmark engine
+    /// (`DepotBench.runBench`): progress goes to standard error, the table to standard output.
+    /// - Throws: ``CLIFailure`` for bad options (status 2) or a failed run (status 1).
+    func runBench(_ context: CommandContext) async throws -> Int32 {
+        var options = BenchOptions()
+        if let drivers {
+            options.drivers = drivers.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+        }
+        options.rounds = rounds
+        options.records = records
+        if let operations { options.operations = operations }
+        guard let chosen = Durability(rawValue: durability) else {
+            throw CLIFailure.usage("--durability must be full or normal", "write --durability full or --durability normal")
+        }
+        options.durability = chosen
+        options.jsonPath = json
+        options.chartPath = chart
+        options.quick = quick
+        do {
+            try options.validate()
+        } catch let error as BenchError {
+            throw CLIFailure.usage(error.description, "see 'depot help bench'")
+        }
+        let quiet = context.quiet
+        do {
+            let report = try await DepotBench.runBench(options) { line in
+                // The table (and its notes) is data: standard output. Progress: standard error.
+                if line.hasPrefix("round ") || line.hasPrefix("streaming check, ") && line.contains("loading") || line.hasPrefix("depot bench:") || line.hasPrefix("skipping ") || line.hasPrefix("warning:") {
+                    if !quiet { Console.stderr(line + "\n") }
+                } else {
+                    Console.print(line)
+                }
+            }
+            let failed = report.notes.contains { $0.hasPrefix("FAILED") } || !report.streaming.allSatisfy(\.passed)
+            return failed ? ExitStatus.failure : ExitStatus.success
+        } catch let error as BenchError {
+            throw CLIFailure.failed(error.description, "run again with --quick to check the setup")
+        }
+    }
+}

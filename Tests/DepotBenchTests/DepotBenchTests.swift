@@ -1,0 +1,177 @@
+import Depot
+import DepotBench
+import Foundation
+import Testing
+
+@Suite struct YCSBGeneratorTests {
+    @Test func keysAreDistinctAndPrefixed() {
+        var seen = Set<String>()
+        for n in 0..<100_000 { seen.insert(YCSB.key(n)) }
+        #expect(seen.count == 100_000)
+        #expect(YCSB.key(0).hasPrefix("user"))
+    }
+
+    @Test func valuesAreHundredBytesAndDeterministic() {
+        let a = YCSB.fields(record: 7)
+        #expect(a.count == 10)
+        #expect(a.allSatisfy { $0.utf8.count == 100 })
+        #expect(a == YCSB.fields(record: 7))
+        #expect(a != YCSB.fields(record: 8))
+    }
+
+    @Test func zipfianIsInRangeAndSkewed() {
+        var random = SplitMix64(seed: 1)
+        var zipf = ZipfianGenerator(items: 1_000)
+        var counts = [Int](repeating: 0, count: 1_000)
+        for _ in 0..<100_000 {
+            let v = zipf.next(&random)
+            #expect(v >= 0 && v < 1_000)
+            counts[v] += 1
+        }
+        // With theta 0.99 over 1,000 items item 0 gets about 13% of requests, far above uniform's 0.1%.
+        #expect(counts[0] > 8_000)
+        #expect(counts[0] > counts[10] * 5)
+    }
+
+    @Test func workloadProportionsFollowYCSB() {
+        let plan = OperationPlan(records: 10_000)
+        func share(_ workload: Workload, _ isKind: (BenchOperation) -> Bool) -> Double {
+            let ops = plan.operations(workload, count: 20_000, seed: 3).ops
+            return Double(ops.filter(isKind).count) / Double(ops.count)
+        }
+        let readA = share(.ycsbA) { if case .read = $0 { true } else { false } }
+        #expect(abs(readA - 0.5) < 0.02)
+        let readB = share(.ycsbB) { if case .read = $0 { true } else { false } }
+        #expect(abs(readB - 0.95) < 0.01)
+        #expect(share(.ycsbC) { if case .read = $0 { true } else { false } } == 1.0)
+        let insertD = share(.ycsbD) { if case .insert = $0 { true } else { false } }
+        #expect(abs(insertD - 0.05) < 0.01)
+        let scanE = plan.operations(.ycsbE, count: 20_000, seed: 3).ops
+        #expect(scanE.allSatisfy { op in
+            if case .scan(let n, let count) = op { return n >= 0 && count >= 1 && count <= 100 }
+            if case .insert(let n) = op { return n >= 10_000 }
+            return false
+        })
+        let rmwF = share(.ycsbF) { if case .readModifyWrite = $0 { true } else { false } }
+        #expect(abs(rmwF - 0.5) < 0.02)
+    }
+
+    @Test func latestReadsRecentRecords() {
+        let ops = OperationPlan(records: 10_000).operations(.ycsbD, count: 10_000, seed: 5).ops
+        var reads: [Int] = []
+        for op in ops { if case .read(let n) = op { reads.append(n) } }
+        let recent = reads.filter { $0 >= 9_000 }.count
+        #expect(Double(recent) / Double(reads.count) > 0.5)
+    }
+}
+
+@Suite struct LatencyHistogramTests {
+    @Test func percentilesAreWithinThreePercent() {
+        var h = LatencyHistogram()
+        for v in 1...10_000 { h.record(UInt64(v) * 1_000) }
+        let p50 = Double(h.value(atPercentile: 50) ?? 0)
+        let p99 = Double(h.value(atPercentile: 99) ?? 0)
+        #expect(abs(p50 - 5_000_000) / 5_000_000 < 0.035)
+        #expect(abs(p99 - 9_900_000) / 9_900_000 < 0.035)
+        #expect(h.count == 10_000)
+    }
+
+    @Test func emptyHasNoPercentile() {
+        #expect(LatencyHistogram().value(atPercentile: 50) == nil)
+    }
+
+    @Test func mergeAddsCounts() throws {
+        var a = LatencyHistogram(), b = LatencyHistogram()
+        a.record(10); b.record(1_000_000)
+        a.merge(b)
+        #expect(a.count == 2)
+        let top = try #require(a.value(atPercentile: 100))
+        #expect(top <= 1_000_000 && top > 960_000)
+        #expect(a.value(atPercentile: 50) == 10)
+    }
+}
+
+@Suite struct RunBenchTests {
+    @Test func quickMemoryRunReportsEveryWorkloadAndWritesFiles() async throws {
+        let dir = NSTemporaryDirectory() + "depot-bench-test-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var options = BenchOptions()
+        options.drivers = ["memory"]
+        options.quick = true
+        options.records = 500
+        options.operations = 100
+        options.streamingRecords = 0
+        options.directory = dir
+        options.jsonPath = dir + "/report.json"
+        options.chartPath = dir + "/chart.svg"
+        var lines: [String] = []
+        let report = try await runBench(options) { lines.append($0) }
+        for workload in Workload.runOrder {
+            let result = try #require(report.result("memory", workload))
+            #expect(result.opsPerSecond > 0)
+        }
+        #expect(report.result("memory", .ycsbA)?.p99Nanoseconds != nil)
+        #expect(report.result("memory", .bulkInsert)?.records == 500)
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/report.json"))) as? [String: Any]
+        #expect((json?["results"] as? [Any])?.count == Workload.runOrder.count)
+        let svg = try String(contentsOfFile: dir + "/chart.svg", encoding: .utf8)
+        #expect(svg.hasPrefix("<svg") && svg.hasSuffix("</svg>\n"))
+        #expect(svg.contains("YCSB E"))
+        #expect(lines.joined(separator: "\n").contains("durability normal"))
+    }
+
+    @Test func jsonFloorRoundTripsThroughARound() async throws {
+        let floor = JSONFloorTarget()
+        let dir = NSTemporaryDirectory() + "depot-bench-floor-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try await floor.open(directory: dir, durability: .normal)
+        try await floor.insertBatch(0..<3, values: (0..<3).map(YCSB.fields(record:)))
+        let text = try String(contentsOfFile: dir + "/floor.json", encoding: .utf8)
+        #expect(text.contains(YCSB.key(2)))
+        #expect(try await floor.fetchAll() == 3)
+        try await floor.close()
+    }
+
+    @Test func badOptionsAreRejected() async {
+        var options = BenchOptions()
+        options.drivers = ["oracle"]
+        await #expect(throws: BenchError.self) { _ = try await runBench(options) { _ in } }
+    }
+}
+
+@Suite struct BenchTargetAgreementTests {
+    /// Every target available in this build does the same work: after the same load, the
+    /// same operations of every workload and the same deletes, each holds the same number
+    /// of records, and the scans and reads find what they look for (a missing record throws).
+    @Test func depotAndRawTargetsDoTheSameWork() async throws {
+        var targets: [any BenchTarget] = [JSONFloorTarget()]
+        for engine in ["memory", "sqlite", "gdbm", "json"] where DriverRegistry.standard.schemes.contains(engine) {
+            if let depot = try DepotStoreTarget.standard(engine) { targets.append(depot) }
+            if engine != "json", let raw = rawBaseline(engine) { targets.append(raw) }
+        }
+        var counts: [String: Int] = [:]
+        for target in targets {
+            let dir = NSTemporaryDirectory() + "depot-bench-agree-\(UInt32.random(in: 0...UInt32.max))"
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            try await target.open(directory: dir, durability: .normal)
+            try await target.insertBatch(0..<100, values: (0..<100).map(YCSB.fields(record:)))
+            var inserted = 0
+            for workload in Workload.runOrder where workload.isYCSB || workload == .pointReads {
+                let (ops, inserts) = OperationPlan(records: 100, inserted: inserted).operations(workload, count: 30, seed: 9)
+                for op in ops { try await target.run(op) }
+                inserted += inserts
+            }
+            for n in 0..<10 { try await target.delete(n) }
+            try await target.reopen(durability: .full)
+            try await target.durableInsert(1_000_000, values: YCSB.fields(record: 1_000_000))
+            counts[target.displayName] = try await target.fetchAll()
+            try await target.close()
+        }
+        let expected = try #require(counts["json floor"])
+        #expect(expected > 91)
+        for (name, count) in counts { #expect(count == expected, "\(name) holds \(count) records, the JSON floor \(expected)") }
+    }
+}
