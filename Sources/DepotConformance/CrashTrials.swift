@@ -46,7 +46,7 @@ public enum CrashTrials {
     ) async throws -> CrashTrialReport {
         let helper = try helperPath()
         var report = CrashTrialReport()
-        var random = SeededRandom(seed: seed)
+        var random = SplitMix64(seed: seed)
         var lastVerified: Int64 = 0
         for trial in 0..<trials {
             let delay = Int(random.next() % UInt64(max(1, maxDelayMilliseconds) * 1000))
@@ -141,18 +141,5 @@ public enum CrashTrials {
 
     static func failure(_ message: String, line: Int = #line) -> ConformanceFailure {
         ConformanceFailure(check: "crash", message: message, file: #fileID, line: line)
-    }
-}
-
-/// SplitMix64: small, seeded, repeatable.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
