@@ -92,7 +92,7 @@ enum JSONDocument {
 
     /// Writes `[` and the records of `collection` in id order, walking the previous order in
     /// `old` and serializing only the `touched` ids (new, changed or deleted).
-    private static func merge(_ old: CollectionBytes, touched: Set<RecordID>, _ collection: JSONCollection, _ w: inout JSONValueWriter) -> CollectionBytes {
+    private static func merge(_ old: CollectionBytes, touched: Set<RecordID>, _ collection: InMemoryCollection, _ w: inout JSONValueWriter) -> CollectionBytes {
         var encoded = CollectionBytes()
         encoded.ids.reserveCapacity(collection.records.count)
         encoded.chunks.reserveCapacity(collection.records.count)
@@ -120,7 +120,7 @@ enum JSONDocument {
 
     /// Appends one record (its cached `chunk`, or freshly serialized; nothing if it no
     /// longer exists) with the separator before it.
-    private static func append(_ w: inout JSONValueWriter, _ encoded: inout CollectionBytes, id: RecordID, chunk: [UInt8]?, _ collection: JSONCollection) {
+    private static func append(_ w: inout JSONValueWriter, _ encoded: inout CollectionBytes, id: RecordID, chunk: [UInt8]?, _ collection: InMemoryCollection) {
         if let chunk {
             if !encoded.ids.isEmpty { w.byte(0x2C) }
             lineBreak(&w, level: 2)
@@ -229,11 +229,11 @@ enum JSONDocument {
 
             let schemas = try readMetadata(metadata, buffer)
             var state = JSONStoreState()
-            for (name, schema) in schemas { state.collections[name] = JSONCollection(schema: schema.schema) }
+            for (name, schema) in schemas { state.collections[name] = InMemoryCollection(schema: schema.schema) }
             for (name, _, records) in data {
                 reader.context = name.rawValue
                 let idKind = schemas[name]?.schema.idKind ?? records.first?.record.id.kind ?? .int
-                var collection = state.collections[name] ?? JSONCollection(schema: CollectionSchema(name: name, idKind: idKind))
+                var collection = state.collections[name] ?? InMemoryCollection(schema: CollectionSchema(name: name, idKind: idKind))
                 collection.lastAssignedID = schemas[name]?.lastAssignedID ?? 0
                 for located in records {
                     let id = located.record.id

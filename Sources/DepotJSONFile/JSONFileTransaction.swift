@@ -70,7 +70,7 @@ final class JSONFileTransaction: WriteTransaction {
         try checkWritable()
         try schema.validate()
         guard var existing = state.collections[schema.name] else {
-            state.collections[schema.name] = JSONCollection(schema: schema)
+            state.collections[schema.name] = InMemoryCollection(schema: schema)
             changed = true
             return
         }
@@ -99,9 +99,9 @@ final class JSONFileTransaction: WriteTransaction {
     /// write (the first write of a transaction copies it once: that copy is the snapshot
     /// isolation). It goes back into the state whether `body` throws or not; it only
     /// counts as a change when `body` returns.
-    private func modify<T>(_ name: CollectionName, kind: IDKind, _ body: (inout JSONCollection) throws -> T) throws -> T {
+    private func modify<T>(_ name: CollectionName, kind: IDKind, _ body: (inout InMemoryCollection) throws -> T) throws -> T {
         try checkWritable()
-        var target: JSONCollection
+        var target: InMemoryCollection
         let existed: Bool
         if let existing = state.collections.removeValue(forKey: name) {
             guard existing.schema.idKind == kind else {
@@ -111,7 +111,7 @@ final class JSONFileTransaction: WriteTransaction {
             target = existing
             existed = true
         } else {
-            target = JSONCollection(schema: CollectionSchema(name: name, idKind: kind))
+            target = InMemoryCollection(schema: CollectionSchema(name: name, idKind: kind))
             existed = false
         }
         do {

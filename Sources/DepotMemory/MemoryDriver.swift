@@ -80,7 +80,7 @@ public final class MemoryDriver: StorageDriver {
 
 /// The committed contents of a memory store. A value: copying it is a snapshot.
 struct MemoryState: Sendable {
-    var collections: [CollectionName: MemoryCollection] = [:]
+    var collections: [CollectionName: InMemoryCollection] = [:]
 
     func problems() -> [String] {
         var found: [String] = []
@@ -90,67 +90,6 @@ struct MemoryState: Sendable {
             if rebuilt.uniqueIndexes != collection.uniqueIndexes { found.append("\(name): unique index out of step") }
         }
         return found
-    }
-}
-
-struct MemoryCollection: Sendable {
-    var schema: CollectionSchema
-    var records: [RecordID: [String: FieldValue]] = [:]
-    /// Per unique constraint name: normalized key → owning id.
-    var uniqueIndexes: [String: [[FieldValue]: RecordID]] = [:]
-    var lastAssignedID: Int64 = 0
-
-    init(schema: CollectionSchema) {
-        self.schema = schema
-        for constraint in schema.uniqueConstraints { uniqueIndexes[constraint.name] = [:] }
-    }
-
-    mutating func rebuildUniqueIndexes() throws {
-        var indexes: [String: [[FieldValue]: RecordID]] = [:]
-        for constraint in schema.uniqueConstraints {
-            var index: [[FieldValue]: RecordID] = [:]
-            for (id, fields) in records {
-                guard let key = constraint.key(for: Record(id: id, fields: fields)) else { continue }
-                if index[key] != nil {
-                    throw DepotError(.uniqueViolation, "Existing records break unique constraint '\(constraint.name)'.", collection: schema.name.rawValue, id: id, constraint: constraint.name)
-                }
-                index[key] = id
-            }
-            indexes[constraint.name] = index
-        }
-        uniqueIndexes = indexes
-    }
-
-    func checkUnique(_ record: Record) throws {
-        for constraint in schema.uniqueConstraints {
-            guard let key = constraint.key(for: record), let owner = uniqueIndexes[constraint.name]?[key], owner != record.id else { continue }
-            throw DepotError(
-                .uniqueViolation, "Another record already has these values for unique constraint '\(constraint.name)' (\(constraint.fields.joined(separator: ", "))).",
-                collection: schema.name.rawValue, id: record.id, constraint: constraint.name)
-        }
-    }
-
-    mutating func put(_ record: Record) {
-        if let old = records[record.id] { removeKeys(Record(id: record.id, fields: old)) }
-        records[record.id] = record.fields
-        for constraint in schema.uniqueConstraints {
-            if let key = constraint.key(for: record) { uniqueIndexes[constraint.name, default: [:]][key] = record.id }
-        }
-        if case .int(let i) = record.id, i > lastAssignedID { lastAssignedID = i }
-    }
-
-    mutating func remove(_ id: RecordID) -> Bool {
-        guard let old = records.removeValue(forKey: id) else { return false }
-        removeKeys(Record(id: id, fields: old))
-        return true
-    }
-
-    private mutating func removeKeys(_ record: Record) {
-        for constraint in schema.uniqueConstraints {
-            if let key = constraint.key(for: record), uniqueIndexes[constraint.name]?[key] == record.id {
-                uniqueIndexes[constraint.name]?[key] = nil
-            }
-        }
     }
 }
 
@@ -214,7 +153,7 @@ final class MemoryTransaction: WriteTransaction {
         try checkWritable()
         try schema.validate()
         guard var existing = state.collections[schema.name] else {
-            state.collections[schema.name] = MemoryCollection(schema: schema)
+            state.collections[schema.name] = InMemoryCollection(schema: schema)
             return
         }
         guard existing.schema.idKind == schema.idKind else {
@@ -236,10 +175,10 @@ final class MemoryTransaction: WriteTransaction {
     /// reference to its storage: a write costs O(1), not a copy of the whole collection.
     /// `body` must throw only before it changes anything; on a throw the collection goes
     /// back unchanged (and a collection created for the write is not kept).
-    private func withCollection<T>(_ name: CollectionName, kind: IDKind, _ body: (inout MemoryCollection) throws -> T) throws -> T {
+    private func withCollection<T>(_ name: CollectionName, kind: IDKind, _ body: (inout InMemoryCollection) throws -> T) throws -> T {
         try checkWritable()
         let existed = state.collections.index(forKey: name) != nil
-        var target = state.collections.removeValue(forKey: name) ?? MemoryCollection(schema: CollectionSchema(name: name, idKind: kind))
+        var target = state.collections.removeValue(forKey: name) ?? InMemoryCollection(schema: CollectionSchema(name: name, idKind: kind))
         guard target.schema.idKind == kind else {
             let existingKind = target.schema.idKind
             state.collections[name] = target

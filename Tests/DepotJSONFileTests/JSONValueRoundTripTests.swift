@@ -42,7 +42,7 @@ import Testing
     @Test(arguments: [true, false])
     func everyAwkwardValueRoundTrips(pretty: Bool) throws {
         let name = try CollectionName("things")
-        var collection = JSONCollection(schema: CollectionSchema(name: name, idKind: .string))
+        var collection = InMemoryCollection(schema: CollectionSchema(name: name, idKind: .string))
         for (key, value) in Self.awkwardValues {
             collection.put(Record(id: .string("id-" + key), fields: ["v": value]))
         }
@@ -65,7 +65,7 @@ import Testing
 
     @Test func intIDsAndMetadataRoundTrip() throws {
         let name = try CollectionName("users")
-        var collection = JSONCollection(schema: CollectionSchema(
+        var collection = InMemoryCollection(schema: CollectionSchema(
             name: name, idKind: .int, uniqueConstraints: [UniqueConstraint(["email"]), UniqueConstraint(["a", "b"], name: "ab")],
             indexes: [IndexDefinition(["age"])]))
         collection.put(Record(id: .int(.min), fields: ["email": "x"]))
@@ -74,7 +74,7 @@ import Testing
         collection.lastAssignedID = .max
         var state = JSONStoreState()
         state.collections[name] = collection
-        state.collections[try CollectionName(reserved: "_depot_outbox")] = JSONCollection(schema: CollectionSchema(name: try CollectionName(reserved: "_depot_outbox"), idKind: .string))
+        state.collections[try CollectionName(reserved: "_depot_outbox")] = InMemoryCollection(schema: CollectionSchema(name: try CollectionName(reserved: "_depot_outbox"), idKind: .string))
         let back = try Self.roundTrip(state, pretty: true)
         #expect(back.collections[name]?.schema == collection.schema)
         #expect(back.collections[name]?.records == collection.records)
@@ -85,9 +85,9 @@ import Testing
 
     @Test func outputIsStableAndSorted() throws {
         let name = try CollectionName("b")
-        var b = JSONCollection(schema: CollectionSchema(name: name, idKind: .int))
+        var b = InMemoryCollection(schema: CollectionSchema(name: name, idKind: .int))
         for id in [10, 2, 33, 1] as [Int64] { b.put(Record(id: .int(id), fields: ["z": 1, "a": ["y": 1, "x": 2]])) }
-        var a = JSONCollection(schema: CollectionSchema(name: try CollectionName("a"), idKind: .string))
+        var a = InMemoryCollection(schema: CollectionSchema(name: try CollectionName("a"), idKind: .string))
         a.put(Record(id: "é", fields: [:]))
         a.put(Record(id: "Z", fields: [:]))
         a.put(Record(id: "a", fields: [:]))
