@@ -70,7 +70,9 @@ let package = Package(
         .testTarget(name: "DepotServerTests", dependencies: ["DepotServer", "DepotWire", "DepotMemory"], swiftSettings: settings),
         .testTarget(
             name: "DepotSyncTests",
-            dependencies: ["DepotSync", "DepotServer", "DepotWire", "DepotMemory"],
+            // sync-kill branch: DepotConformance (ChildProcess, the helper's path) and DepotSQLite
+            // (the kill test reads the clients' store files) for SyncKillTests.
+            dependencies: ["DepotSync", "DepotServer", "DepotWire", "DepotMemory", "DepotConformance", "DepotSQLite"],
             swiftSettings: settings
         ),
         // end branch server

@@ -1,4 +1,5 @@
 // depot-crash-helper STORE SEED
+// depot-crash-helper sync STORE BASE_URL SEED LABEL WRITES [final]   (see SyncClient.swift)
 //
 // A process for crash tests: opens STORE, then commits multi-collection transactions
 // forever, printing "ACK n" on stdout (flushed) after each commit is acknowledged.
@@ -12,8 +13,11 @@ import Foundation
 struct CrashHelper {
     static func main() async {
         let arguments = CommandLine.arguments
+        if arguments.count > 1, arguments[1] == "sync" {
+            exit(await SyncClient.main(Array(arguments.dropFirst(2))))
+        }
         guard arguments.count == 3, let seed = UInt64(arguments[2]) else {
-            FileHandle.standardError.write(Data("usage: depot-crash-helper STORE SEED\n".utf8))
+            FileHandle.standardError.write(Data(("usage: depot-crash-helper STORE SEED\n   or: " + SyncClient.usage.dropFirst(7)).utf8))
             exit(2)
         }
         do {

@@ -1,0 +1,331 @@
+import DepotConformance
+import DepotCore
+import DepotMemory
+import DepotServer
+import DepotSQLite
+import DepotSync
+import DepotWire
+import Foundation
+import Synchronization
+import Testing
+
+/// Two sync clients as real processes (`depot-crash-helper sync`, each over its own SQLite
+/// store) against DepotServer on loopback, killed with SIGKILL at seeded moments — many of
+/// them while one of their requests is in flight (the server caught it and holds it) — and
+/// restarted over the same store files, again and again. Each client inserts, edits and
+/// deletes its own notes (client ids) and tasks (server-assigned ids, so re-keying and
+/// replayed POSTs are exercised), with seeded offline periods and seeded server faults.
+///
+/// At the end, after a clean sync by a last run of each client: the server and both stores
+/// hold identical data, every committed local write is on the server (0 lost), no task is
+/// there twice (0 duplicated), both outboxes are empty, and no acknowledged write was lost
+/// locally by a kill.
+///
+/// Size: `DEPOT_SYNC_KILL_SEEDS` × `DEPOT_SYNC_KILL_OPS` local writes per seed (split between
+/// the two clients), falling back to `DEPOT_SYNC_SEEDS` / `DEPOT_SYNC_OPS`; default 2 × 200.
+/// The issue's run: `DEPOT_SYNC_SEEDS=50 DEPOT_SYNC_OPS=1000`.
+@Suite("Sync with client processes killed by SIGKILL", .serialized)
+struct SyncKillTests {
+    static let environment = ProcessInfo.processInfo.environment
+    static let seedCount = Int(environment["DEPOT_SYNC_KILL_SEEDS"] ?? environment["DEPOT_SYNC_SEEDS"] ?? "") ?? 2
+    static let operations = Int(environment["DEPOT_SYNC_KILL_OPS"] ?? environment["DEPOT_SYNC_OPS"] ?? "") ?? 200
+    static let seeds: [UInt64] = (1...max(1, seedCount)).map { UInt64($0) }
+    static let totals = Mutex([String: Int]())
+
+    @Test("killed client processes converge: identical data, 0 lost, 0 duplicated, outboxes empty", arguments: seeds)
+    func killedClientsConverge(seed: UInt64) async throws {
+        let helper = try CrashTrials.helperPath()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("depot-sync-kill-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let serverDriver = MemoryDriver()
+        let perClient = Int64(max(1, Self.operations / 2))
+        let clients = [
+            KillClient(label: "A", store: "sqlite:\(directory)/a.sqlite", seed: seed, writes: perClient),
+            KillClient(label: "B", store: "sqlite:\(directory)/b.sqlite", seed: seed, writes: perClient),
+        ]
+        // One server per client over the same store, so the test knows whose request arrived.
+        var servers: [DepotServer] = []
+        do {
+            for client in clients {
+                let server = DepotServer(driver: serverDriver, configuration: .init(faults: client.wire.faults))
+                servers.append(server)
+                client.url = "http://127.0.0.1:\(try await server.start())"
+            }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for client in clients { group.addTask { try await client.runUntilDone(helper: helper) } }
+                try await group.waitForAll()
+            }
+            // A clean sync: no faults, no kills; A, then B (which pulls A's last writes), then A again.
+            for client in clients { client.wire.faultsOn.withLock { $0 = false } }
+            for client in [clients[0], clients[1], clients[0]] { try await client.settle(helper: helper) }
+        } catch {
+            for server in servers { await server.stop() }
+            throw error
+        }
+        for server in servers { await server.stop() }
+
+        // Checks.
+        let notes = name("notes"), tasks = name("tasks")
+        let serverNotes = try await Self.byID(LocalWrites.all(serverDriver, notes))
+        let serverTasks = try await Self.byID(LocalWrites.all(serverDriver, tasks))
+        for client in clients {
+            let driver = try await SQLiteDriver(StoreLocation(client.store))
+            let localNotes = try await Self.byID(LocalWrites.all(driver, notes))
+            let localTasks = try await Self.byID(LocalWrites.all(driver, tasks))
+            let outbox = try await LocalWrites.outboxCount(driver)
+            try await driver.close()
+            #expect(outbox == 0, "seed \(seed) client \(client.label): \(outbox) outbox entries left")
+            #expect(localNotes == serverNotes, "seed \(seed) client \(client.label): notes differ from the server's")
+            #expect(localTasks == serverTasks, "seed \(seed) client \(client.label): tasks differ from the server's")
+        }
+        var expectedNotes: [RecordID: [String: FieldValue]] = [:]
+        var expectedTasks: [String: [String: FieldValue]] = [:]
+        for client in clients {
+            for (id, fields) in client.notes { expectedNotes[.string(id)] = fields }
+            for (tag, fields) in client.tasks { expectedTasks[tag] = fields }
+        }
+        let lostNotes = expectedNotes.filter { serverNotes[$0.key] != $0.value }
+        let extraNotes = serverNotes.filter { expectedNotes[$0.key] == nil }
+        var copies: [String: Int] = [:]
+        var actualTasks: [String: [String: FieldValue]] = [:]
+        for fields in serverTasks.values {
+            let tag = fields["tag"]?.stringValue ?? "?"
+            copies[tag, default: 0] += 1
+            actualTasks[tag] = fields
+        }
+        let duplicated = copies.filter { $0.value > 1 }
+        let lostTasks = expectedTasks.filter { actualTasks[$0.key] != $0.value }
+        let extraTasks = actualTasks.filter { expectedTasks[$0.key] == nil }
+        #expect(lostNotes.isEmpty && extraNotes.isEmpty, "seed \(seed): notes lost \(lostNotes.keys.sorted { $0.description < $1.description }), unexpected \(extraNotes.keys.sorted { $0.description < $1.description })")
+        #expect(lostTasks.isEmpty && extraTasks.isEmpty, "seed \(seed): tasks lost \(lostTasks.keys.sorted()), unexpected \(extraTasks.keys.sorted())")
+        #expect(duplicated.isEmpty, "seed \(seed): tasks on the server more than once: \(duplicated)")
+        let committed = clients.reduce(0) { $0 + Int($1.committed) }
+        #expect(committed == 2 * Int(perClient), "seed \(seed): every write was committed")
+
+        var figures: [String: Int] = [
+            "seeds": 1, "writesCommitted": committed, "records": serverNotes.count + serverTasks.count,
+        ]
+        for client in clients {
+            for (key, value) in client.counters { figures[key, default: 0] += value }
+            figures["serverRequests", default: 0] += client.wire.state.withLock { $0.requests }
+            figures["serverWriteRequests", default: 0] += client.wire.state.withLock { $0.writes }
+            figures["serverFaultsInjected", default: 0] += client.wire.state.withLock { $0.injected }
+        }
+        print("sync kill seed \(seed): \(figures.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
+        Self.totals.withLock { totals in
+            for (key, value) in figures { totals[key, default: 0] += value }
+            if totals["seeds"] == Self.seeds.count {
+                print("sync kill totals: \(totals.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
+            }
+        }
+    }
+
+    static func byID(_ records: [Record]) -> [RecordID: [String: FieldValue]] {
+        var out: [RecordID: [String: FieldValue]] = [:]
+        for record in records { out[record.id] = record.fields }
+        return out
+    }
+}
+
+/// What one client's server sees: its requests, seeded faults, and a trap the test arms to
+/// catch the client's next request and hold it (a delay) while the test kills the client.
+final class KillWire: Sendable {
+    struct State {
+        /// Armed: hold the next request (writes only, or any) this many milliseconds.
+        var trap: (milliseconds: Int, writesOnly: Bool)?
+        /// When the trap caught a request.
+        var caught: ContinuousClock.Instant?
+        var requests = 0
+        var writes = 0
+        var injected = 0
+    }
+
+    let state = Mutex(State())
+    let faultsOn = Mutex(true)
+    let plan: ServerFaults
+
+    init(seed: UInt64) { plan = ServerFaults.seeded(seed: seed, rate: 0.04) }
+
+    var faults: ServerFaults { ServerFaults { [self] method, path in decide(method, path) } }
+
+    func decide(_ method: String, _ path: String) -> ServerFault? {
+        let trapped = state.withLock { s -> ServerFault? in
+            s.requests += 1
+            let write = method != "GET"
+            if write { s.writes += 1 }
+            guard let trap = s.trap, write || !trap.writesOnly else { return nil }
+            s.trap = nil
+            s.caught = .now
+            return .delay(milliseconds: trap.milliseconds)
+        }
+        if let trapped { return trapped }
+        guard faultsOn.withLock({ $0 }), let fault = plan.decide(method, path) else { return nil }
+        state.withLock { $0.injected += 1 }
+        return fault
+    }
+
+    func arm(milliseconds: Int, writesOnly: Bool) {
+        state.withLock {
+            $0.trap = (milliseconds, writesOnly)
+            $0.caught = nil
+        }
+    }
+
+    /// Disarms the trap; returns when it caught a request, if it did.
+    func disarm() -> ContinuousClock.Instant? {
+        state.withLock {
+            $0.trap = nil
+            return $0.caught
+        }
+    }
+
+    var caught: ContinuousClock.Instant? { state.withLock { $0.caught } }
+}
+
+/// One client: its store file, the runs of its process, and the truth its output tells —
+/// every committed write, in order, folded into the final state of its own records.
+final class KillClient: @unchecked Sendable {
+    // @unchecked Sendable: each client is driven by one task at a time (its own task in the
+    // group, then the settling loop after the group ended); `url` is set before both.
+    let label: String
+    let store: String
+    let writes: Int64
+    let wire: KillWire
+    let random: SeededRandomSource
+    var url = ""
+    /// The final state of this client's notes (id -> fields) and tasks (tag -> fields).
+    var notes: [String: [String: FieldValue]] = [:]
+    var tasks: [String: [String: FieldValue]] = [:]
+    /// The last write known committed.
+    var committed: Int64 = 0
+    /// A write announced (`WILL`) but not acknowledged when its process died.
+    var announced: (n: Int64, collection: String, kind: String, key: String)?
+    var counters: [String: Int] = [:]
+    var done = false
+
+    init(label: String, store: String, seed: UInt64, writes: Int64) {
+        self.label = label
+        self.store = store
+        self.writes = writes
+        let salt: UInt64 = label == "A" ? 1 : 2
+        wire = KillWire(seed: seed &* 7919 &+ salt)
+        random = SeededRandomSource(seed: seed &* 104_729 &+ salt)
+    }
+
+    func bump(_ key: String, _ by: Int = 1) { counters[key, default: 0] += by }
+
+    /// Runs the client process over and over, killing it at seeded moments, until a run
+    /// commits its last write, drains its outbox and exits by itself.
+    func runUntilDone(helper: String) async throws {
+        while !done {
+            bump("runs")
+            let child = try ChildProcess(path: helper, arguments: ["sync", store, url, String(random.next() % 1_000_000), label, String(writes)])
+            var killed = false
+            var inFlight = false
+            let roll = random.nextUnit()
+            if roll < 0.55 {
+                // Catch the next request at the server, hold it, and kill while it is held
+                // (or just after it was answered: the offset may pass the hold).
+                let hold = 15 + Int(random.next() % 50)
+                wire.arm(milliseconds: hold, writesOnly: random.nextUnit() < 0.85)
+                let armed = ContinuousClock.now
+                while wire.caught == nil, child.isRunning, armed.duration(to: .now) < .seconds(5) {
+                    try await Task.sleep(for: .milliseconds(1))
+                }
+                if let caught = wire.disarm() {
+                    let offset = Int(random.next() % UInt64(hold + 25))
+                    try await Task.sleep(until: caught.advanced(by: .milliseconds(offset)), clock: .continuous)
+                    inFlight = caught.duration(to: .now) < .milliseconds(hold - 2)
+                    bump(inFlight ? "killArmedInFlight" : "killArmedAfterHold")
+                }
+                child.kill()
+                killed = true
+            } else if roll < 0.93 {
+                try await Task.sleep(for: .milliseconds(10 + Int64(random.next() % 400)))
+                child.kill()
+                killed = true
+            } else {
+                let started = ContinuousClock.now
+                while child.isRunning, started.duration(to: .now) < .seconds(120) {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                if child.isRunning {
+                    child.kill()
+                    killed = true
+                }
+            }
+            let result = await child.exit()
+            try absorb(result.outputText)
+            switch result.status {
+            case .signalled(SIGKILL) where killed:
+                bump("kills")
+                if inFlight { bump("killsWithRequestInFlight") }
+            case .exited(0) where result.outputText.contains("DONE\n"):
+                done = true
+            default:
+                throw DepotError(.internal, "client \(label) ended with \(result.status): \(result.errorText.suffix(2000))")
+            }
+            // Down for a while: the client is offline until it restarts.
+            try await Task.sleep(for: .milliseconds(Int64(random.next() % 120)))
+        }
+    }
+
+    /// A last run without faults or kills: syncs until the outbox is empty and nothing is pulled.
+    func settle(helper: String) async throws {
+        let result = try await ChildProcess.run(helper, ["sync", store, url, "0", label, String(writes), "final"])
+        try absorb(result.outputText)
+        guard result.status == .exited(0), result.outputText.contains("CLEAN\n") else {
+            throw DepotError(.internal, "client \(label)'s clean sync ended with \(result.status): \(result.outputText.suffix(500)) \(result.errorText.suffix(2000))")
+        }
+    }
+
+    /// Folds one run's output into the truth, checking that every acknowledged write
+    /// survived the kill and that the process resumed right after its last commit.
+    func absorb(_ output: String) throws {
+        for line in output.split(separator: "\n") {
+            let parts = line.split(separator: " ").map(String.init)
+            switch parts.first {
+            case "START":
+                guard parts.count == 2, let start = Int64(parts[1]) else { continue }
+                if let write = announced, write.n == committed + 1, start == write.n {
+                    apply(write)
+                    bump("writesCommittedUnacknowledged")
+                }
+                announced = nil
+                guard start == committed else {
+                    throw DepotError(.internal, "client \(label) restarted after write \(start) but write \(committed) was the last committed")
+                }
+            case "WILL":
+                guard parts.count == 5, let n = Int64(parts[1]) else { continue }
+                announced = (n, parts[2], parts[3], parts[4])
+            case "ACK":
+                guard parts.count == 2, let n = Int64(parts[1]), let write = announced, write.n == n, n == committed + 1 else {
+                    throw DepotError(.internal, "client \(label): unexpected '\(line)' after write \(committed)")
+                }
+                apply(write)
+                announced = nil
+                bump("writesAcknowledged")
+            case "OFFLINE": bump("offlinePeriods")
+            case "SYNC":
+                for part in parts.dropFirst() {
+                    let pair = part.split(separator: "=")
+                    if pair.count == 2, let value = Int(pair[1]) { bump("sync." + pair[0], value) }
+                }
+            default: break
+            }
+        }
+    }
+
+    func apply(_ write: (n: Int64, collection: String, kind: String, key: String)) {
+        committed = write.n
+        var fields: [String: FieldValue] = ["v": .int(write.n), "by": .string(label)]
+        if write.kind == "edit" { fields["edited"] = true }
+        if write.collection == "notes" {
+            notes[write.key] = write.kind == "delete" ? nil : fields
+        } else {
+            fields["tag"] = .string(write.key)
+            tasks[write.key] = write.kind == "delete" ? nil : fields
+        }
+    }
+}
