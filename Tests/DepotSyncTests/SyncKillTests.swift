@@ -22,13 +22,13 @@ import Testing
 /// locally by a kill.
 ///
 /// Size: `DEPOT_SYNC_KILL_SEEDS` × `DEPOT_SYNC_KILL_OPS` local writes per seed (split between
-/// the two clients), falling back to `DEPOT_SYNC_SEEDS` / `DEPOT_SYNC_OPS`; default 2 × 200.
+/// the two clients), falling back to `DEPOT_SYNC_SEEDS` / `DEPOT_SYNC_OPS`; default 3 × 300.
 /// The run: `DEPOT_SYNC_SEEDS=50 DEPOT_SYNC_OPS=1000`.
 @Suite("Sync with client processes killed by SIGKILL", .serialized)
 struct SyncKillTests {
     static let environment = ProcessInfo.processInfo.environment
-    static let seedCount = Int(environment["DEPOT_SYNC_KILL_SEEDS"] ?? environment["DEPOT_SYNC_SEEDS"] ?? "") ?? 2
-    static let operations = Int(environment["DEPOT_SYNC_KILL_OPS"] ?? environment["DEPOT_SYNC_OPS"] ?? "") ?? 200
+    static let seedCount = Int(environment["DEPOT_SYNC_KILL_SEEDS"] ?? environment["DEPOT_SYNC_SEEDS"] ?? "") ?? 3
+    static let operations = Int(environment["DEPOT_SYNC_KILL_OPS"] ?? environment["DEPOT_SYNC_OPS"] ?? "") ?? 300
     static let seeds: [UInt64] = (1...max(1, seedCount)).map { UInt64($0) }
     static let totals = Mutex([String: Int]())
 
@@ -102,6 +102,8 @@ struct SyncKillTests {
         #expect(duplicated.isEmpty, "seed \(seed): tasks on the server more than once: \(duplicated)")
         let committed = clients.reduce(0) { $0 + Int($1.committed) }
         #expect(committed == 2 * Int(perClient), "seed \(seed): every write was committed")
+        let inFlight = clients.reduce(0) { $0 + ($1.counters["killsWithRequestInFlight"] ?? 0) }
+        #expect(inFlight > 0, "seed \(seed): some kills landed while a request was in flight")
 
         var figures: [String: Int] = [
             "seeds": 1, "writesCommitted": committed, "records": serverNotes.count + serverTasks.count,
@@ -222,9 +224,9 @@ final class KillClient: @unchecked Sendable {
             bump("runs")
             let child = try ChildProcess(path: helper, arguments: ["sync", store, url, String(random.next() % 1_000_000), label, String(writes)])
             var killed = false
-            var inFlight = false
+            var kind = "killsTimed"
             let roll = random.nextUnit()
-            if roll < 0.55 {
+            if roll < 0.5 {
                 // Catch the next request at the server, hold it, and kill while it is held
                 // (or just after it was answered: the offset may pass the hold).
                 let hold = 15 + Int(random.next() % 50)
@@ -236,31 +238,23 @@ final class KillClient: @unchecked Sendable {
                 if let caught = wire.disarm() {
                     let offset = Int(random.next() % UInt64(hold + 25))
                     try await Task.sleep(until: caught.advanced(by: .milliseconds(offset)), clock: .continuous)
-                    inFlight = caught.duration(to: .now) < .milliseconds(hold - 2)
-                    bump(inFlight ? "killArmedInFlight" : "killArmedAfterHold")
+                    kind = caught.duration(to: .now) < .milliseconds(hold - 2) ? "killsWithRequestInFlight" : "killsJustAfterHeldRequest"
                 }
-                child.kill()
-                killed = true
-            } else if roll < 0.93 {
-                try await Task.sleep(for: .milliseconds(10 + Int64(random.next() % 400)))
                 child.kill()
                 killed = true
             } else {
-                let started = ContinuousClock.now
-                while child.isRunning, started.duration(to: .now) < .seconds(120) {
-                    try await Task.sleep(for: .milliseconds(20))
-                }
-                if child.isRunning {
-                    child.kill()
-                    killed = true
-                }
+                // Mostly short lives; now and then a longer one that gets further.
+                let life = roll < 0.9 ? 10 + random.next() % 400 : 400 + random.next() % 1600
+                try await Task.sleep(for: .milliseconds(Int64(life)))
+                child.kill()
+                killed = true
             }
             let result = await child.exit()
             try absorb(result.outputText)
             switch result.status {
             case .signalled(SIGKILL) where killed:
                 bump("kills")
-                if inFlight { bump("killsWithRequestInFlight") }
+                bump(kind)
             case .exited(0) where result.outputText.contains("DONE\n"):
                 done = true
             default:
