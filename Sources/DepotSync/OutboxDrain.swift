@@ -39,11 +39,16 @@ public struct OutboxEntry: Sendable, Hashable {
     public var attempts: Int
     /// The last failure (for a dead entry: the server's status and answer).
     public var lastError: String?
+    /// `true` once a POST for this entry to a server that assigns ids may have reached the
+    /// server (it is set just before sending). Until the POST's answer is recorded the entry
+    /// is *in doubt*: the server may hold the record under an id the client does not know yet,
+    /// so pulls first replay the POST (same idempotency key) to learn that id.
+    public var sent: Bool
 
     /// Makes an entry.
     public init(
         seq: Int64, collection: String, recordID: RecordID, operation: Operation, fields: [String: FieldValue]?,
-        idempotencyKey: String, state: State = .pending, attempts: Int = 0, lastError: String? = nil
+        idempotencyKey: String, state: State = .pending, attempts: Int = 0, lastError: String? = nil, sent: Bool = false
     ) {
         self.seq = seq
         self.collection = collection
@@ -54,6 +59,7 @@ public struct OutboxEntry: Sendable, Hashable {
         self.state = state
         self.attempts = attempts
         self.lastError = lastError
+        self.sent = sent
     }
 
     /// Reads an entry from its stored record; `nil` when the record is malformed.
@@ -71,6 +77,7 @@ public struct OutboxEntry: Sendable, Hashable {
         self.state = record["state"].stringValue.flatMap(State.init(rawValue:)) ?? .pending
         self.attempts = Int(record["attempts"].intValue ?? 0)
         self.lastError = record["lastError"].stringValue
+        self.sent = record["sent"].boolValue ?? false
     }
 
     /// The stored form (the store's contract for `_depot_outbox`).
@@ -81,6 +88,7 @@ public struct OutboxEntry: Sendable, Hashable {
         ]
         if let fields { out["record"] = .object(fields) }
         if let lastError { out["lastError"] = .string(lastError) }
+        if sent { out["sent"] = true }
         return out
     }
 

@@ -17,6 +17,7 @@ extension SyncCoordinator {
 
     func pullCollection(_ collection: CollectionName, _ endpoint: SyncEndpoint, _ report: inout SyncReport) async throws {
         emit(.pullStarted(collection: collection.rawValue))
+        try await settleInDoubtPosts(collection, endpoint, &report)
         // A nested resource (`/posts/1/comments`) is a slice of its server collection: the
         // feed would bring every comment, so nested paths always page through the listing.
         let nested = endpoint.path.split(separator: "/").count > 1
@@ -217,6 +218,7 @@ extension SyncCoordinator {
         let local = try await driver.read { tx in try tx.query(query, in: collection) }
         guard local.count < pageSize, let endpoint = endpoints[collection.rawValue] else { return local }
         var report = SyncReport()
+        try await settleInDoubtPosts(collection, endpoint, &report)
         let (records, _, _) = try await fetchPage(endpoint, page: pageIndex + 1, size: pageSize, sort: sort.isEmpty ? nil : sort, report: &report)
         let policy = conflictPolicy
         let assigns = endpoint.idAssignment == .server

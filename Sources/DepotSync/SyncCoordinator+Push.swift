@@ -62,6 +62,15 @@ extension SyncCoordinator {
                 url = endpoint.itemURL(id)
                 if let etag = state.etag { headers["If-Match"] = etag }
             }
+            if method == "POST", assigns, !entry.sent {
+                // From here until its answer is recorded the POST is in doubt (see
+                // OutboxEntry.sent): the server may create the record and the answer be lost.
+                try await localWrite { tx in
+                    guard let record = try tx.get(.int(seq), from: WireCollections.outbox), var stored = OutboxEntry(record) else { return }
+                    stored.sent = true
+                    try tx.update(Record(id: .int(seq), fields: stored.fieldsForStorage), in: WireCollections.outbox)
+                }
+            }
             let answer: HTTPAnswer
             do {
                 answer = try await send(endpoint, method, url, body: body, headers: headers, report: &report)
@@ -119,6 +128,38 @@ extension SyncCoordinator {
             }
         }
         return .blocked
+    }
+
+    /// Settles the in-doubt POSTs of a collection whose server assigns ids, before a pull.
+    ///
+    /// A POST that may have reached the server without its answer being recorded (the
+    /// answer was lost, the retries ran out, or the process died) left the record on the
+    /// server under an id the client does not know. A pull would bring it back as a second
+    /// local record beside the local one — shown twice, and left behind when the user then
+    /// deletes the local one. So the POST is sent again first with its idempotency key: the
+    /// server replays the original answer (or creates the record now) and the local record
+    /// is re-keyed to the server's id. Only an entry that is still the first pending entry of
+    /// its record is sent, so entries of one record keep their order.
+    /// - Throws: ``DepotError`` `.remote` when a POST could not be settled (the pull waits
+    ///   for the next sync), store errors, `CancellationError`.
+    func settleInDoubtPosts(_ collection: CollectionName, _ endpoint: SyncEndpoint, _ report: inout SyncReport) async throws {
+        guard endpoint.idAssignment == .server else { return }
+        let name = collection.rawValue
+        let inDoubt = try await driver.read { tx -> [OutboxEntry] in
+            let filter = Field("collection") == name && Field("sent") == true && Field("state") == "pending"
+            var out: [OutboxEntry] = []
+            for entry in try tx.query(Query(filter: filter, sort: [SortKey("id")]), in: WireCollections.outbox).compactMap(OutboxEntry.init)
+            where entry.operation == .upsert {
+                if try SyncLocal.pendingEntries(tx, name, entry.recordID).first?.seq == entry.seq { out.append(entry) }
+            }
+            return out
+        }
+        for entry in inDoubt {
+            try Task.checkCancellation()
+            if try await pushEntry(entry, collection, endpoint, &report) == .unreachable {
+                throw DepotError(.remote, "POST \(endpoint.path) may have created a record whose id is not known yet; the pull waits until it is settled.")
+            }
+        }
     }
 
     /// The server's current state of one record: its fields (`nil` when it has none) and ETag.

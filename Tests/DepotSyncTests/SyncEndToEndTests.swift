@@ -112,6 +112,32 @@ struct SyncEndToEndTests {
         }
     }
 
+    @Test("a POST whose answer never came is settled before the next pull: no second local copy, a later delete leaves nothing")
+    func inDoubtPostSettledBeforePull() async throws {
+        // The server commits every POST but loses its answer while `lose` is on.
+        let lose = Mutex(true)
+        let faults = ServerFaults { method, _ in method == "POST" && lose.withLock { $0 } ? .loseResponseAfterCommit : nil }
+        try await withSyncServer(faults: faults) { _, serverDriver, url in
+            let (a, aStore) = try await client(url, assignment: .server, collection: tasks)
+            let local = try await LocalWrites.insert(aStore, tasks, ["tag": "t"])
+            let first = try await a.push(tasks)
+            #expect(!first.succeeded)
+            #expect(try await a.outbox(for: tasks).first?.sent == true)
+            #expect(try await LocalWrites.all(serverDriver, tasks).count == 1)  // created once, whatever the retries
+            lose.withLock { $0 = false }
+            // The user deletes the task before its id is known; the pull must not bring it back.
+            try await LocalWrites.delete(aStore, tasks, local)
+            let pulled = try await a.pull(tasks)
+            #expect(pulled.failures.isEmpty)
+            #expect(try await LocalWrites.all(aStore, tasks).isEmpty)
+            let report = try await a.sync(tasks)
+            #expect(report.succeeded)
+            #expect(try await LocalWrites.all(serverDriver, tasks).isEmpty)
+            #expect(try await LocalWrites.all(aStore, tasks).isEmpty)
+            #expect(try await LocalWrites.outboxCount(aStore) == 0)
+        }
+    }
+
     @Test("a local edit is never silently overwritten: server wins, client wins, last writer wins, merge")
     func conflicts() async throws {
         try await withSyncServer { _, serverDriver, url in
