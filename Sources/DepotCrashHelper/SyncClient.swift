@@ -21,6 +21,7 @@
 //   ACK <n>                                write n committed (its outbox entry with it)
 //   OFFLINE <ms>                           an offline period began
 //   SYNC pushed=<n> conflicts=<n> dead=<n>  what a round of syncs did (when not nothing)
+//   ANOMALY <kind> <collection> <key>      the app saw one of its own records wrong (see checkLocalView)
 //   DONE / CLEAN / UNCLEAN <why>
 // A notes key is the record id; a tasks key is the `tag` field (the id changes on re-key).
 // Fields: notes {v: n, by: LABEL} (+ edited: true), tasks {tag, v: n, by: LABEL} (+ edited: true).
@@ -91,6 +92,7 @@ enum SyncClient {
         let notes: CollectionName
         let tasks: CollectionName
         let progress: CollectionName
+        let memory: CollectionName
         let start: Int64
 
         init(store: Store, base: URL, seed: UInt64, label: String, writes: Int64) async throws {
@@ -100,6 +102,7 @@ enum SyncClient {
             notes = try CollectionName("notes")
             tasks = try CollectionName("tasks")
             progress = try CollectionName("helper_progress")
+            memory = try CollectionName("helper_memory")
             let progressName = progress
             start = try await store.read { tx in try tx.get("progress", from: progressName)?["n"].intValue ?? 0 }
             // A different sequence for every restart: seed, label and where this run begins.
@@ -116,6 +119,17 @@ enum SyncClient {
             tasksEndpoint.pageSize = 50
             try await coordinator.attach(tasks, to: tasksEndpoint)
             SyncClient.say("START \(start)")
+            if ProcessInfo.processInfo.environment["DEPOT_SYNC_DEBUG"] != nil {
+                let events = await coordinator.events()
+                Task {
+                    for await event in events {
+                        switch event {
+                        case .pulled, .pullStarted, .finished, .retrying: continue
+                        default: SyncClient.say("EVENT \(event)")
+                        }
+                    }
+                }
+            }
         }
 
         /// Writes and syncs at once until every write is committed and pushed.
@@ -171,7 +185,7 @@ enum SyncClient {
         /// One local write, chosen inside its transaction from what the store holds: insert a
         /// new record, edit or delete one of this client's own records.
         func writeOne(_ n: Int64, rolls: (Double, Double, UInt64)) async throws {
-            let (notes, tasks, progress, label) = (self.notes, self.tasks, self.progress, self.label)
+            let (notes, tasks, progress, memory, label) = (self.notes, self.tasks, self.progress, self.memory, self.label)
             try await store.write { tx in
                 let useNotes = rolls.0 < 0.5
                 let collection = useNotes ? notes : tasks
@@ -181,6 +195,7 @@ enum SyncClient {
                     if case .string(let id) = record.id { return id }
                     return nil
                 }
+                try checkLocalView(tx, collection: collection.rawValue, own: own, byTag: !useNotes)
                 keys = Array(Set(keys)).sorted()
                 let kind = keys.isEmpty || rolls.1 < 0.4 ? "insert" : rolls.1 < 0.85 ? "edit" : "delete"
                 let key = kind == "insert" ? "\(label)-\(useNotes ? "n" : "t")\(n)" : keys[Int(rolls.2 % UInt64(keys.count))]
@@ -203,7 +218,37 @@ enum SyncClient {
                     }
                 }
                 try tx.save(Record(id: "progress", fields: ["n": .int(n)]), into: progress)
+                let memo: [String: FieldValue] = ["collection": .string(collection.rawValue), "key": .string(key), "live": .bool(kind != "delete"), "fields": .object(fields)]
+                try tx.save(Record(id: .string("\(collection.rawValue)/\(key)"), fields: memo), into: memory)
             }
+        }
+
+        /// What the app sees must be what it wrote: compares this client's own records in the
+        /// store with the memo of its writes (`helper_memory`, written with each write) and
+        /// prints `ANOMALY <kind> <collection> <key>` for a record that is missing, has other
+        /// fields, came back after its deletion, or is there twice.
+        func checkLocalView(_ tx: StoreWriteTransaction, collection: String, own: [Record], byTag: Bool) throws {
+            var expected: [String: [String: FieldValue]] = [:]
+            var deleted: Set<String> = []
+            for memo in try tx.query(Query(filter: Field("collection") == collection), in: memory) {
+                guard let key = memo["key"].stringValue else { continue }
+                if memo["live"].boolValue == true, let fields = memo["fields"].objectValue { expected[key] = fields } else { deleted.insert(key) }
+            }
+            var copies: [String: Int] = [:]
+            for record in own {
+                let key: String
+                if byTag { key = record["tag"].stringValue ?? "?" } else if case .string(let id) = record.id { key = id } else { key = "?" }
+                copies[key, default: 0] += 1
+                if deleted.contains(key) {
+                    SyncClient.say("ANOMALY resurrected \(collection) \(key)")
+                } else if let fields = expected[key], fields != record.fields {
+                    SyncClient.say("ANOMALY changed \(collection) \(key)")
+                } else if expected[key] == nil {
+                    SyncClient.say("ANOMALY unknown \(collection) \(key)")
+                }
+            }
+            for (key, count) in copies where count > 1 { SyncClient.say("ANOMALY duplicated \(collection) \(key)") }
+            for key in expected.keys where copies[key] == nil { SyncClient.say("ANOMALY missing \(collection) \(key)") }
         }
 
         /// Online, no writes: syncs until the outbox is empty and a round pulls nothing.

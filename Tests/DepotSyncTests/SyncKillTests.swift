@@ -102,6 +102,10 @@ struct SyncKillTests {
         #expect(duplicated.isEmpty, "seed \(seed): tasks on the server more than once: \(duplicated)")
         let committed = clients.reduce(0) { $0 + Int($1.committed) }
         #expect(committed == 2 * Int(perClient), "seed \(seed): every write was committed")
+        // What the app saw along the way: its own records exactly as it wrote them (no
+        // duplicate, no resurrection, no missing or changed record), checked before each write.
+        let anomalies = clients.flatMap(\.anomalies)
+        #expect(anomalies.isEmpty, "seed \(seed): the clients saw their own records wrong: \(anomalies)")
         let inFlight = clients.reduce(0) { $0 + ($1.counters["killsWithRequestInFlight"] ?? 0) }
         #expect(inFlight > 0, "seed \(seed): some kills landed while a request was in flight")
 
@@ -204,6 +208,8 @@ final class KillClient: @unchecked Sendable {
     /// A write announced (`WILL`) but not acknowledged when its process died.
     var announced: (n: Int64, collection: String, kind: String, key: String)?
     var counters: [String: Int] = [:]
+    /// The first few `ANOMALY` lines: the app saw one of its own records wrong.
+    var anomalies: [String] = []
     var done = false
 
     init(label: String, store: String, seed: UInt64, writes: Int64) {
@@ -277,6 +283,16 @@ final class KillClient: @unchecked Sendable {
     /// Folds one run's output into the truth, checking that every acknowledged write
     /// survived the kill and that the process resumed right after its last commit.
     func absorb(_ output: String) throws {
+        if let path = ProcessInfo.processInfo.environment["DEPOT_SYNC_DEBUG"] {
+            // Every run's output, for reading a failure: DEPOT_SYNC_DEBUG=/tmp/dir.
+            let file = "\(path)/\(label).log"
+            if !FileManager.default.fileExists(atPath: file) { _ = FileManager.default.createFile(atPath: file, contents: nil) }
+            if let handle = FileHandle(forWritingAtPath: file) {
+                handle.seekToEndOfFile()
+                handle.write(Data("--- run (\(committed) committed)\n\(output)".utf8))
+                try? handle.close()
+            }
+        }
         for line in output.split(separator: "\n") {
             let parts = line.split(separator: " ").map(String.init)
             switch parts.first {
@@ -300,6 +316,9 @@ final class KillClient: @unchecked Sendable {
                 apply(write)
                 announced = nil
                 bump("writesAcknowledged")
+            case "ANOMALY":
+                bump("anomalies")
+                if anomalies.count < 10 { anomalies.append("\(label): \(line)") }
             case "OFFLINE": bump("offlinePeriods")
             case "SYNC":
                 for part in parts.dropFirst() {
