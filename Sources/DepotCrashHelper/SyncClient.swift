@@ -240,7 +240,13 @@ enum SyncClient {
                 if byTag { key = record["tag"].stringValue ?? "?" } else if case .string(let id) = record.id { key = id } else { key = "?" }
                 copies[key, default: 0] += 1
                 if deleted.contains(key) {
-                    SyncClient.say("ANOMALY resurrected \(collection) \(key)")
+                    SyncClient.say("ANOMALY resurrected \(collection) \(key) id \(record.id)")
+                    if ProcessInfo.processInfo.environment["DEPOT_SYNC_DEBUG"] != nil {
+                        let outbox = try tx.query(Query(filter: Field("collection") == collection), in: try CollectionName(reserved: "_depot_outbox"))
+                        for entry in outbox where entry["recordId"] == record.id.fieldValue { SyncClient.say("DETAIL outbox \(entry)") }
+                        let states = try tx.query(Query(filter: Field("collection") == collection), in: try CollectionName(reserved: "_depot_sync_records"))
+                        for state in states where state["recordId"] == record.id.fieldValue { SyncClient.say("DETAIL state \(state)") }
+                    }
                 } else if let fields = expected[key], fields != record.fields {
                     SyncClient.say("ANOMALY changed \(collection) \(key)")
                 } else if expected[key] == nil {
