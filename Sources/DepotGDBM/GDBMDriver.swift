@@ -131,31 +131,49 @@ public final class GDBMDriver: StorageDriver {
         if closed.withLock({ $0 }) { throw DepotError(.closed, "The GDBM store is closed.") }
     }
 
-    /// Runs `body` in a read transaction on the store's reader pool: one snapshot, unaffected by
-    /// writers that commit meanwhile.
+    /// Runs `body` in a read transaction: one snapshot, unaffected by writers that commit
+    /// meanwhile.
+    ///
+    /// A small transaction (up to 64 gdbm reads, no scan) runs right on the calling thread
+    /// when no commit is being applied to the files at that moment; others run on the
+    /// store's reader pool. A transaction that turns out larger is abandoned at the point
+    /// where it outgrows that budget and `body` runs again on the pool, so `body` may be
+    /// called twice: keep it free of side effects other than its result.
     /// - Throws: what `body` throws, `.closed`, `.corrupted`, `.io`.
     public func read<T: Sendable>(_ body: @escaping @Sendable (any ReadTransaction) throws -> T) async throws -> T {
         try checkOpen()
         let engine = self.engine
         // A task running on the writer thread (it prefers `taskExecutor`) reads right there.
         if engine.thread.isCurrent { return try engine.read(body) }
+        if case .done(let value) = try engine.readInline(body) { return value }
         return try await engine.readers.run { try engine.read(body) }
     }
 
-    /// Runs `body` in a write transaction on the store's writer thread and commits it.
+    /// Runs `body` in a write transaction and commits it.
+    ///
+    /// With durability `normal`, a small transaction (up to 64 gdbm reads and record writes,
+    /// no scan) runs and commits right on the calling thread when no other write is running
+    /// (a commit then costs a journal `write(2)` and a few gdbm stores, never an fsync);
+    /// others run on the store's writer thread. A transaction that turns out larger is
+    /// abandoned before anything is written and `body` runs again on the writer thread, so
+    /// `body` may be called twice: keep it free of side effects other than its result.
     /// - Throws: what `body` throws (nothing is written then), `.closed`, `.io`, `.unsupported` (read-only).
     public func write<T: Sendable>(_ body: @escaping @Sendable (any WriteTransaction) throws -> T) async throws -> T {
         try checkOpen()
         let engine = self.engine
+        if !engine.thread.isCurrent, case .done(let value) = try engine.writeInline(body) { return value }
         return try await engine.thread.run { try engine.write(body) }
     }
 
     /// Streams the results of `query` in pages of 256 records.
     ///
     /// The ids and order of the results are fixed when iteration starts (only ids and sort
-    /// values are held). Pages are read in separate jobs, so other transactions run between
-    /// them: a record deleted meanwhile is skipped, one changed meanwhile is given in its
-    /// new state if it still matches the filter, and skipped otherwise.
+    /// values are held: 8 bytes per match for integer ids in id order). Pages are read in
+    /// separate jobs, so other transactions run between them: a record deleted meanwhile is
+    /// skipped, one changed meanwhile is given in its new state if it still matches the
+    /// filter, and skipped otherwise. The file pages gdbm maps while streaming are released
+    /// every 1,024 records (scan) or 256 records (pages), so memory stays bounded by the
+    /// ids, not the file's size.
     public func stream(_ query: Query, from collection: CollectionName) -> RecordStream {
         if closed.withLock({ $0 }) { return RecordStream(failing: DepotError(.closed, "The GDBM store is closed.")) }
         let engine = self.engine
@@ -180,15 +198,25 @@ public final class GDBMDriver: StorageDriver {
     /// Runs on a stream's own thread: asks the store thread for ids, then pages, and hands
     /// the records to `sink` (blocking this thread, never the store's).
     private static func produce(_ query: Query, _ collection: CollectionName, engine: GDBMEngine, sink: RecordSink) throws {
-        let (ids, generation) = try engine.readers.runBlocking { () -> ([RecordID], UInt64) in
-            try engine.read { tx in (try tx.orderedIDs(query, in: collection), tx.generation) }
+        let (ids, generation) = try engine.readers.runBlocking { () -> (StreamIDs, UInt64) in
+            try engine.read { tx in
+                let ids = try tx.orderedIDs(query, in: collection)
+                try tx.releaseMapping(of: collection)
+                return (ids, tx.generation)
+            }
         }
         var start = 0
         while start < ids.count {
             let page = ids[start..<min(ids.count, start + 256)]
             start += page.count
+            // Fetches by id land on random buckets all over the file, and the kernel maps
+            // up to 16 pages around each one it faults in: release after every page.
             let records = try engine.readers.runBlocking { () -> [Record] in
-                try engine.read { tx in try tx.records(page, in: collection, recheck: tx.generation == generation ? nil : query.filter) }
+                try engine.read { tx in
+                    let records = try tx.records(page, in: collection, recheck: tx.generation == generation ? nil : query.filter)
+                    try tx.releaseMapping(of: collection)
+                    return records
+                }
             }
             for record in records { try sink.send(record) }
         }
