@@ -78,13 +78,14 @@ public final class GDBMDriver: StorageDriver {
     }
 
     /// The options `gdbm:PATH?...` accepts.
-    public static let optionNames: Set<String> = ["durability", "lock_timeout_ms", "checkpoint_kb", "sync_every", "readonly"]
+    public static let optionNames: Set<String> = ["durability", "lock_timeout_ms", "checkpoint_kb", "sync_every", "sync_interval_ms", "readonly"]
 
-    /// Registers the `gdbm` scheme: `gdbm:PATH[?durability=full|normal&lock_timeout_ms=N&checkpoint_kb=N&sync_every=N&readonly=true]`.
+    /// Registers the `gdbm` scheme: `gdbm:PATH[?durability=full|normal&lock_timeout_ms=N&checkpoint_kb=N&sync_every=N&sync_interval_ms=N&readonly=true]`.
     ///
     /// PATH is the store directory (created if missing). `checkpoint_kb` is the journal size
     /// that triggers folding it into the backup files (default 8192); `sync_every` the number
-    /// of commits between syncs of the GDBM files (default 256).
+    /// of commits between syncs of the GDBM files (default 256), `sync_interval_ms` the least
+    /// time between two such syncs (default 1000; the journal keeps every commit meanwhile).
     /// - Throws (from the factory): `.invalidStore` for an empty path or an unknown or malformed option.
     public static func register(in registry: inout DriverRegistry) {
         registry.register("gdbm") { location in
@@ -111,6 +112,7 @@ public final class GDBMDriver: StorageDriver {
         options.lockTimeoutMilliseconds = try integer("lock_timeout_ms", 0...600_000) ?? options.lockTimeoutMilliseconds
         options.checkpointBytes = (try integer("checkpoint_kb", 1...(1 << 30)) ?? (options.checkpointBytes >> 10)) << 10
         options.syncEveryCommits = try integer("sync_every", 1...1_000_000) ?? options.syncEveryCommits
+        options.syncIntervalMilliseconds = try integer("sync_interval_ms", 0...3_600_000) ?? options.syncIntervalMilliseconds
         switch location.options["readonly"] {
         case nil, "false": options.readOnly = false
         case "true": options.readOnly = true

@@ -12,8 +12,10 @@ struct EngineOptions: Sendable, Hashable {
     var lockTimeoutMilliseconds = 2000
     /// The journal is folded into the backup files when it grows past this many bytes.
     var checkpointBytes = 8 << 20
-    /// A sync point (gdbm_sync of the primary files, an `applied` mark) every this many commits.
+    /// A sync point (gdbm_sync of the primary files, an `applied` mark) every this many commits…
     var syncEveryCommits = 256
+    /// …but at most once per this many milliseconds (a large journal still checkpoints).
+    var syncIntervalMilliseconds = 1000
     var readOnly = false
 }
 
@@ -64,6 +66,8 @@ final class GDBMEngine: @unchecked Sendable {
     private let backup: FileSet
     private var lastSeq: UInt64 = 0
     private var commitsSinceMark = 0
+    /// When the last sync point ended (CLOCK_MONOTONIC, nanoseconds).
+    private var lastSyncPoint: UInt64 = 0
     /// The files the journal's transactions change (what a checkpoint must bring to the backup).
     private var touchedSinceCheckpoint = Set<FileID>()
     /// How many times the open path rebuilt the primary files (tests read it after opening).
@@ -445,7 +449,7 @@ final class GDBMEngine: @unchecked Sendable {
         // A sync point is due: this write queues behind it on the writer thread, so inline
         // writes never starve the writer's sync points and checkpoints (the journal stays
         // bounded by `checkpoint_kb`).
-        guard commitsSinceMark < options.syncEveryCommits, (journal?.size ?? 0) < options.checkpointBytes else {
+        guard !syncPointDue else {
             scheduleApply(force: true)
             return .declined
         }
@@ -524,7 +528,7 @@ final class GDBMEngine: @unchecked Sendable {
         defer { filesLock.unlock() }
         do {
             try applyPending()
-            if commitsSinceMark >= options.syncEveryCommits || (journal?.size ?? 0) >= options.checkpointBytes {
+            if syncPointDue {
                 guard syncAllowed else { return false }
                 try syncPoint(forceCheckpoint: false)
             }
@@ -532,6 +536,20 @@ final class GDBMEngine: @unchecked Sendable {
             state.withLock { $0.failure = DepotError.wrap(error, as: .io, "Applying a commit to the GDBM files failed.") }
         }
         return true
+    }
+
+    /// A sync point is due: the journal has reached the checkpoint size, or `sync_every`
+    /// commits were applied since the last one and `sync_interval_ms` has passed since it.
+    private var syncPointDue: Bool {
+        if (journal?.size ?? 0) >= options.checkpointBytes { return true }
+        guard commitsSinceMark >= options.syncEveryCommits else { return false }
+        return GDBMEngine.monotonicNanoseconds() &- lastSyncPoint >= UInt64(options.syncIntervalMilliseconds) * 1_000_000
+    }
+
+    static func monotonicNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 
     /// Applies every pending commit to the primary files. Needs the files lock in write mode.
@@ -559,6 +577,7 @@ final class GDBMEngine: @unchecked Sendable {
             try journal.sync()
             try journal.append(.applied(seq: lastSeq), sync: options.durability == .full)
             commitsSinceMark = 0
+            lastSyncPoint = GDBMEngine.monotonicNanoseconds()
         }
         if journal.size >= options.checkpointBytes || (forceCheckpoint && lastSeq > journal.baseSeq) {
             try checkpoint()

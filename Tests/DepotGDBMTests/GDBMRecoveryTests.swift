@@ -140,7 +140,7 @@ import Testing
         let dir = try TemporaryDirectory(), image = try TemporaryDirectory()
         defer { dir.remove(); image.remove() }
         let users = self.users
-        let driver = try await open(dir, "?checkpoint_kb=4&sync_every=3&durability=normal")
+        let driver = try await open(dir, "?checkpoint_kb=4&sync_every=3&durability=normal&sync_interval_ms=0")
         for i in 1...200 {
             try await driver.write { tx in try tx.insert(Record(id: .int(Int64(i)), fields: ["pad": .string(String(repeating: "x", count: 100))]), into: users) }
         }

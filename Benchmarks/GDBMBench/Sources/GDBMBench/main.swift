@@ -215,7 +215,7 @@ let workloads: [(String, [Op])] = [
 // Raw runs on a copy of the driver's records file (same bytes, same size).
 let rawCopy = base + "/ycsb-raw.gdbm"
 try FileManager.default.copyItem(atPath: base + "/store/data/users.records.gdbm", toPath: rawCopy)
-let ycsbStore = try await GDBMDriver(location: StoreLocation("gdbm:\(base)/store?durability=normal"))
+let ycsbStore = try await GDBMDriver(location: StoreLocation("gdbm:\(base)/store?durability=normal" + (ProcessInfo.processInfo.environment["GDBM_BENCH_OPTIONS"] ?? "")))
 print("YCSB, \(ycsbOps) operations each, uniform keys, one transaction per operation, durability normal; driver from an ordinary task / from a task on the store's thread:")
 for (name, ops) in workloads {
     let d = try await runDriver(ycsbStore, ops, users, pinned: false)
