@@ -38,10 +38,11 @@ public final class GDBMDriver: StorageDriver {
 
     /// The store's writer thread as a task executor.
     ///
-    /// Transactions run on the store's own threads (writes on the writer thread, reads on a
-    /// reader pool); a task that awaits them from elsewhere pays two thread switches per
-    /// transaction. A hot loop of small transactions (point reads) can run on the writer
-    /// thread itself and pay none:
+    /// Small transactions already run on the caller's thread (see ``read(_:)`` and
+    /// ``write(_:)``); larger ones run on the store's own threads (writes on the writer
+    /// thread, reads on a reader pool), and a task that awaits them from elsewhere pays two
+    /// thread switches per transaction. A hot loop of such transactions can run on the
+    /// writer thread itself and pay none:
     ///
     /// ```swift
     /// try await withTaskExecutorPreference(driver.taskExecutor) {
