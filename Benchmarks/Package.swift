@@ -31,6 +31,17 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v5)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // Issue 3's four SQLite workloads timed side by side (raw C API, Depot's Store and
+        // driver, GRDB) with ContinuousClock, best of several runs: `swift run -c release SQLiteBenchmarks`.
+        .executableTarget(
+            name: "SQLiteBenchmarks",
+            dependencies: [
+                .product(name: "Depot", package: "Depot"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
+            path: "Benchmarks/SQLiteBenchmarks"
+        ),
         // GRDB's Codable records on the same SQLite workloads: the peer Depot must beat.
         .executableTarget(
             name: "GRDBBenchmarks",

@@ -62,6 +62,39 @@ enum CodecChecks {
     struct Note: Model, Equatable { static let collectionName = "notes"; var id: Int64?; var text: String }
     struct Person: Model, Equatable { static let collectionName = "people"; var id: String; var city: String?; var age: Int? }
 
+    /// Reads its fields in a different order for even and odd ids, and reads one field
+    /// twice, so a driver that remembers the order of requests must also cope when it changes.
+    struct Shuffled: Model, Equatable {
+        static let collectionName = "shuffled"
+        var id: Int64
+        var a: Int
+        var b: String
+        var c: Bool?
+        enum CodingKeys: String, CodingKey { case id, a, b, c }
+        init(id: Int64, a: Int, b: String, c: Bool?) { (self.id, self.a, self.b, self.c) = (id, a, b, c) }
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            id = try container.decode(Int64.self, forKey: .id)
+            if id % 2 == 0 {
+                c = try container.decodeIfPresent(Bool.self, forKey: .c)
+                b = try container.decode(String.self, forKey: .b)
+                a = try container.decode(Int.self, forKey: .a)
+            } else {
+                a = try container.decode(Int.self, forKey: .a)
+                _ = try container.decode(Int.self, forKey: .a)
+                b = try container.decode(String.self, forKey: .b)
+                c = try container.decodeIfPresent(Bool.self, forKey: .c)
+            }
+        }
+    }
+
+    /// The fields a ``FieldSource`` offers, as a record.
+    static func materialize(_ source: any FieldSource) throws -> Record {
+        var fields: [String: FieldValue] = [:]
+        for name in try source.fieldNames() { fields[name] = try source.value(forField: name) }
+        return Record(id: source.recordID, fields: fields)
+    }
+
     static func sample(id: Int64) -> Everything {
         Everything(
             id: id, flag: true, int: -42, int8: .min, int64Min: .min, int64Max: .max, uint32: .max, uint64: UInt64(Int64.max),
@@ -128,6 +161,50 @@ enum CodecChecks {
             try await people.save(record)
             try expect.equal(try await people.get("ada"), record, "untyped record read back")
             try expect.equal(try await people.query(), [record], "untyped record queried")
+        },
+        .driver("codec.fieldsReadInPlaceEqualRecords") { driver, expect in
+            // ReadTransaction.forEachFields / withFields (what Repository decodes from) must
+            // offer exactly what forEach / get return, in the same order.
+            let people = try CollectionName("people")
+            let records = [
+                Record(id: 1, fields: ["flag": true, "n": 1, "d": 1.5, "s": "{}", "o": ["k": [1, .null]], "a": [[], [:]], "b": .bytes(Data([0, 255]))]),
+                Record(id: 2, fields: ["n": 2, "other": "only here"]),
+                Record(id: 3, fields: [:]),
+                Record(id: 4, fields: ["flag": false, "n": .int(.min), "s": ""]),
+            ]
+            try await driver.write { tx in for record in records { try tx.save(record, into: people) } }
+            for query in [Query(), Query(filter: Field("n") > 1, sort: [SortKey("n", descending: true)]), Query(offset: 1, limit: 2)] {
+                let (viaRecords, viaFields) = try await driver.read { tx in
+                    var viaFields: [Record] = []
+                    try tx.forEachFields(query, in: people) { viaFields.append(try materialize($0)); return true }
+                    return (try tx.query(query, in: people), viaFields)
+                }
+                try expect.sameRecords(viaFields, viaRecords, "forEachFields vs forEach for \(query)")
+            }
+            for record in records {
+                let found = try await driver.read { tx in try tx.withFields(of: record.id, from: people) { try materialize($0) } }
+                try expect.sameRecord(found, record, "withFields(of: \(record.id))")
+                let absent = try await driver.read { tx in try tx.withFields(of: record.id, from: people) { try $0.value(forField: "absent") } }
+                try expect.that(absent == .some(nil), "an absent field reads as nil in \(record.id)")
+            }
+            let missing = try await driver.read { tx in try tx.withFields(of: 99, from: people) { _ in true } }
+            try expect.that(missing == nil, "withFields of a missing id gives nil without calling the body")
+            let stopped = try await driver.read { tx in
+                var seen = 0
+                try tx.forEachFields(Query(), in: people) { _ in seen += 1; return seen < 2 }
+                return seen
+            }
+            try expect.equal(stopped, 2, "forEachFields stops when the body returns false")
+        },
+        .driver("codec.modelsDecodeWhateverOrderFieldsAreRead") { driver, expect in
+            let store = try await Store(driver: driver)
+            let repository = try await store.repository(Shuffled.self)
+            let models = (1...6).map { Shuffled(id: Int64($0), a: $0 * 10, b: "b\($0)", c: $0 % 3 == 0 ? nil : $0 % 2 == 0) }
+            try await repository.save(models)
+            try expect.that(try await repository.all() == models, "all() with fields read in changing orders")
+            for model in models { try expect.that(try await repository.find(id: model.id) == model, "find(id: \(model.id))") }
+            let inside = try await store.read { tx in try tx.repository(Shuffled.self).all(Query(sort: [SortKey("a", descending: true)])) }
+            try expect.that(inside == models.reversed(), "a transaction repository's all(), sorted")
         },
         .driver("codec.storeRejectsNaN") { driver, expect in
             let store = try await Store(driver: driver)

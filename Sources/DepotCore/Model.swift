@@ -85,6 +85,18 @@ extension Model {
         return Record(id: id, fields: fields)
     }
 
+    /// Decodes a model from a record read in place. - Throws: `.decoding` naming the collection and id.
+    static func decode(_ source: any FieldSource) throws -> Self {
+        do {
+            return try RecordDecoder().decode(Self.self, from: source)
+        } catch let error as DepotError {
+            var error = error
+            error.collection = collectionName
+            error.id = source.recordID
+            throw error
+        }
+    }
+
     /// Decodes a model from a record. - Throws: `.decoding` naming the collection and id.
     static func decode(_ record: Record) throws -> Self {
         do {

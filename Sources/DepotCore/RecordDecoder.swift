@@ -39,6 +39,22 @@ public struct RecordDecoder: Sendable {
         }
     }
 
+    /// Decodes a model from fields read in place (see ``FieldSource``): the same answer as
+    /// decoding the ``Record`` the source stands for, without building it.
+    /// - Throws: ``DepotError`` `.decoding`, naming the field path and what was found, or the
+    ///   source's own error (`.corrupted`).
+    public func decode<T: Decodable>(_ type: T.Type, from source: any FieldSource) throws -> T {
+        do {
+            return try T(from: FieldDecoder(value: .null, codingPath: [], id: source.recordID.fieldValue, source: source))
+        } catch let error as DepotError {
+            throw error
+        } catch let error as DecodingError {
+            throw DepotError(.decoding, "Could not decode \(T.self): \(describe(error))", cause: error)
+        } catch {
+            throw DepotError(.decoding, "Could not decode \(T.self).", cause: error)
+        }
+    }
+
     private func describe(_ error: DecodingError) -> String {
         switch error {
         case .typeMismatch(_, let context), .valueNotFound(_, let context), .keyNotFound(_, let context), .dataCorrupted(let context):
@@ -102,9 +118,23 @@ struct FieldDecoder: Decoder {
     let codingPath: [any CodingKey]
     /// A record's id, offered under the key `id` without copying the fields.
     var id: FieldValue? = nil
+    /// A record read in place; when set, `value` is unused and the record is an object.
+    var source: (any FieldSource)? = nil
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
+    /// The value as a ``FieldValue``, building the object when the record is read in place.
+    private func materialized() throws -> FieldValue {
+        guard let source else { return value }
+        var members: [String: FieldValue] = [:]
+        for name in try source.fieldNames() { members[name] = try source.value(forField: name) }
+        if let id { members["id"] = id }
+        return .object(members)
+    }
+
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        if let source {
+            return KeyedDecodingContainer(KeyedFieldDecoder<Key>(members: [:], codingPath: codingPath, id: id, source: source))
+        }
         guard case .object(let members) = value else {
             throw DecodingError.typeMismatch([String: Any].self, .init(codingPath: codingPath, debugDescription: "Expected an object, found \(value.kind)"))
         }
@@ -112,13 +142,14 @@ struct FieldDecoder: Decoder {
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        let value = try materialized()
         guard case .array(let items) = value else {
             throw DecodingError.typeMismatch([Any].self, .init(codingPath: codingPath, debugDescription: "Expected an array, found \(value.kind)"))
         }
         return UnkeyedFieldDecoder(items: items, codingPath: codingPath)
     }
 
-    func singleValueContainer() throws -> any SingleValueDecodingContainer { SingleFieldDecoder(value: value, codingPath: codingPath) }
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { SingleFieldDecoder(value: try materialized(), codingPath: codingPath) }
 }
 
 /// Reads scalars out of field values, shared by the three container kinds.
@@ -161,32 +192,41 @@ struct KeyedFieldDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let members: [String: FieldValue]
     let codingPath: [any CodingKey]
     var id: FieldValue? = nil
+    /// A record read in place; when set, fields come from it and `members` is unused.
+    var source: (any FieldSource)? = nil
 
-    var allKeys: [Key] { (id == nil ? [] : [Key(stringValue: "id")].compactMap { $0 }) + members.keys.compactMap { Key(stringValue: $0) } }
-    func contains(_ key: Key) -> Bool { lookup(key) != nil }
+    var allKeys: [Key] {
+        let names = source.map { (try? $0.fieldNames()) ?? [] } ?? Array(members.keys)
+        return (id == nil ? [] : [Key(stringValue: "id")].compactMap { $0 }) + names.compactMap { Key(stringValue: $0) }
+    }
+    func contains(_ key: Key) -> Bool { ((try? lookup(key)) ?? nil) != nil }
 
-    @inline(__always) private func lookup(_ key: Key) -> FieldValue? {
-        let name = key.stringValue
-        if let id, name == "id" { return id }
+    @inline(__always) private func lookup(_ key: Key) throws -> FieldValue? {
+        try lookup(key.stringValue)
+    }
+
+    @inline(__always) private func lookup(_ name: String) throws -> FieldValue? {
+        if name == "id", let id { return id }
+        if let source { return try source.value(forField: name) }
         return members[name]
     }
 
     private func value(_ key: Key) throws -> FieldValue {
-        guard let v = lookup(key) else {
+        guard let v = try lookup(key) else {
             throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "No value for '\(key.stringValue)'"))
         }
         return v
     }
 
     @inline(__always) private func nonNull(_ key: Key, _ type: Any.Type) throws -> FieldValue {
-        guard let v = lookup(key) else {
+        guard let v = try lookup(key) else {
             throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "No value for '\(key.stringValue)'"))
         }
         if v.isNull { throw DecodingError.valueNotFound(type, .init(codingPath: codingPath + [key], debugDescription: "Found null")) }
         return v
     }
 
-    func decodeNil(forKey key: Key) throws -> Bool { (lookup(key) ?? .null).isNull }
+    func decodeNil(forKey key: Key) throws -> Bool { (try lookup(key) ?? .null).isNull }
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try Scalar.bool(nonNull(key, type), codingPath + [key]) }
     func decode(_ type: String.Type, forKey key: Key) throws -> String { try Scalar.string(nonNull(key, type), codingPath + [key]) }
     func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try Scalar.double(nonNull(key, type), codingPath + [key]) }
@@ -208,7 +248,7 @@ struct KeyedFieldDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     /// Absent → `nil`; null → `nil`, except that an optional `T` receives `.some(nil)`.
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
-        guard let v = lookup(key) else { return nil }
+        guard let v = try lookup(key) else { return nil }
         if v.isNull && !(T.self is any OptionalMarker.Type) { return nil }
         return try decodeValue(type, from: v, codingPath: codingPath + [key])
     }
@@ -221,8 +261,8 @@ struct KeyedFieldDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
         try FieldDecoder(value: value(key), codingPath: codingPath + [key]).unkeyedContainer()
     }
 
-    func superDecoder() throws -> any Decoder { FieldDecoder(value: members["super"] ?? .null, codingPath: codingPath) }
-    func superDecoder(forKey key: Key) throws -> any Decoder { FieldDecoder(value: members[key.stringValue] ?? .null, codingPath: codingPath + [key]) }
+    func superDecoder() throws -> any Decoder { FieldDecoder(value: try lookup("super") ?? .null, codingPath: codingPath) }
+    func superDecoder(forKey key: Key) throws -> any Decoder { FieldDecoder(value: try lookup(key) ?? .null, codingPath: codingPath + [key]) }
 }
 
 struct UnkeyedFieldDecoder: UnkeyedDecodingContainer {

@@ -60,24 +60,29 @@ public struct RecordEncoder: Sendable {
 }
 
 func encodeValue<T: Encodable>(_ value: T, codingPath: [any CodingKey]) throws -> FieldValue {
-    switch value {
-    case let v as Date: return .double(v.timeIntervalSinceReferenceDate)
-    case let v as Data: return .bytes(v)
-    case let v as UUID: return .string(v.uuidString)
-    case let v as URL: return .string(v.absoluteString)
-    case let v as Decimal: return .string(v.description)
-    case let v as FieldValue: return v
-    default:
-        let type = ObjectIdentifier(T.self)
-        let capacity = keyCountByType.withLock { $0[type] } ?? 0
-        let encoder = FieldEncoder(codingPath: codingPath, capacity: capacity)
-        try value.encode(to: encoder)
-        let result = try encoder.finish()
-        if capacity == 0, case .object(let members) = result, !members.isEmpty {
-            keyCountByType.withLock { $0[type] = members.count }
+    // Metatype comparisons first: a dynamic cast per candidate type costs more than the
+    // encoding of a small struct.
+    if T.self == Date.self || T.self == Data.self || T.self == UUID.self || T.self == URL.self
+        || T.self == Decimal.self || T.self == FieldValue.self {
+        switch value {
+        case let v as Date: return .double(v.timeIntervalSinceReferenceDate)
+        case let v as Data: return .bytes(v)
+        case let v as UUID: return .string(v.uuidString)
+        case let v as URL: return .string(v.absoluteString)
+        case let v as Decimal: return .string(v.description)
+        case let v as FieldValue: return v
+        default: break
         }
-        return result
     }
+    let type = ObjectIdentifier(T.self)
+    let capacity = keyCountByType.withLock { $0[type] } ?? 0
+    let encoder = FieldEncoder(codingPath: codingPath, capacity: capacity)
+    try value.encode(to: encoder)
+    let result = try encoder.finish()
+    if capacity == 0, case .object(let members) = result, !members.isEmpty {
+        keyCountByType.withLock { $0[type] = members.count }
+    }
+    return result
 }
 
 /// Storage of one encoder level: a value, an object being built, or an array being built.
@@ -146,13 +151,13 @@ final class FieldEncoder: Encoder {
     func singleValueContainer() -> any SingleValueEncodingContainer { SingleFieldEncoder(storage: storage, codingPath: codingPath) }
 }
 
-@inline(__always) func checkedDouble(_ d: Double, _ path: [any CodingKey]) throws -> FieldValue {
-    if d.isNaN { throw DepotError(.invalidValue, "NaN at \(pathText(path)) cannot be stored.") }
+@inline(__always) func checkedDouble(_ d: Double, _ path: @autoclosure () -> [any CodingKey]) throws -> FieldValue {
+    if d.isNaN { throw DepotError(.invalidValue, "NaN at \(pathText(path())) cannot be stored.") }
     return .double(d)
 }
 
-@inline(__always) func checkedInt<I: BinaryInteger>(_ i: I, _ path: [any CodingKey]) throws -> FieldValue {
-    guard let v = Int64(exactly: i) else { throw DepotError(.invalidValue, "The integer at \(pathText(path)) does not fit in 64 signed bits.") }
+@inline(__always) func checkedInt<I: BinaryInteger>(_ i: I, _ path: @autoclosure () -> [any CodingKey]) throws -> FieldValue {
+    guard let v = Int64(exactly: i) else { throw DepotError(.invalidValue, "The integer at \(pathText(path())) does not fit in 64 signed bits.") }
     return .int(v)
 }
 

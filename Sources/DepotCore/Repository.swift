@@ -57,7 +57,7 @@ public struct Repository<M: Model>: Sendable {
         if let cache, let hit = cache.get(recordID) { return hit }
         let generation = cache?.generation
         let collection = self.collection
-        let model = try await store.read { tx in try tx.get(recordID, from: collection).map(M.decode) }
+        let model = try await store.read { tx in try tx.model(M.self, id: recordID, in: collection) }
         if let cache, let model, let generation { cache.put(recordID, model, ifGeneration: generation) }
         return model
     }
@@ -173,7 +173,7 @@ public struct RepositoryQuery<M: Model>: Sendable {
 
     public func all() async throws -> [M] {
         let query = self.query, collection = repository.collection
-        return try await repository.store.read { tx in try tx.query(query, in: collection).map(M.decode) }
+        return try await repository.store.read { tx in try tx.models(M.self, query, in: collection) }
     }
 
     public func first() async throws -> M? { try await limit(1).all().first }

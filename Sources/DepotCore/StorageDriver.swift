@@ -89,6 +89,20 @@ public protocol ReadTransaction: AnyObject {
     /// A missing collection has no records.
     func forEach(_ query: Query, in collection: CollectionName, _ body: (Record) throws -> Bool) throws
 
+    /// Like ``forEach(_:in:_:)``, but each result is offered as a ``FieldSource`` read in
+    /// place, so that models decode without an intermediate ``Record``. Same results, same
+    /// order, same snapshot rules as `forEach`.
+    ///
+    /// The default implementation wraps ``forEach(_:in:_:)``; a driver overrides it when it
+    /// can read fields in place.
+    func forEachFields(_ query: Query, in collection: CollectionName, _ body: (any FieldSource) throws -> Bool) throws
+
+    /// Calls `body` with the record with `id` as a ``FieldSource``; `nil` (and `body` is not
+    /// called) when there is no such record. Same answer as ``get(_:from:)``.
+    ///
+    /// The default implementation wraps ``get(_:from:)``.
+    func withFields<T>(of id: RecordID, from collection: CollectionName, _ body: (any FieldSource) throws -> T) throws -> T?
+
     /// The number of records matching `filter`, without decoding them where the engine can.
     func count(_ filter: Filter, in collection: CollectionName) throws -> Int
 

@@ -23,6 +23,30 @@ public class StoreReadTransaction {
         try query.validate()
         try base.forEach(query, in: collection, body)
     }
+    /// Each result of `query` read in place; see ``ReadTransaction/forEachFields(_:in:_:)``.
+    public func forEachFields(_ query: Query, in collection: CollectionName, _ body: (any FieldSource) throws -> Bool) throws {
+        try query.validate()
+        try base.forEachFields(query, in: collection, body)
+    }
+    /// The record with `id` read in place; see ``ReadTransaction/withFields(of:from:_:)``.
+    public func withFields<T>(of id: RecordID, from collection: CollectionName, _ body: (any FieldSource) throws -> T) throws -> T? {
+        try base.withFields(of: id, from: collection, body)
+    }
+    /// The results of `query` decoded as `M`, read in place where the driver can.
+    /// - Throws: `.decoding` naming the collection and id of the record that does not decode.
+    public func models<M: Model>(_ type: M.Type, _ query: Query, in collection: CollectionName) throws -> [M] {
+        var out: [M] = []
+        if let limit = query.limit { out.reserveCapacity(min(limit, 1024)) }
+        try forEachFields(query, in: collection) { source in
+            out.append(try M.decode(source))
+            return true
+        }
+        return out
+    }
+    /// The record with `id` decoded as `M`, read in place where the driver can.
+    public func model<M: Model>(_ type: M.Type, id: RecordID, in collection: CollectionName) throws -> M? {
+        try base.withFields(of: id, from: collection) { try M.decode($0) }
+    }
     public func count(_ filter: Filter = .all, in collection: CollectionName) throws -> Int {
         try filter.validate()
         return try base.count(filter, in: collection)

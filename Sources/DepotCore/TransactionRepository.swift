@@ -24,15 +24,15 @@ public struct TransactionRepository<M: Model> {
 
     public func find(id: M.ID) throws -> M? {
         guard let recordID = id.recordID else { return nil }
-        return try transaction.get(recordID, from: collection).map(M.decode)
+        return try transaction.model(M.self, id: recordID, in: collection)
     }
 
     public func all(_ query: Query = Query()) throws -> [M] {
-        try transaction.query(query, in: collection).map(M.decode)
+        try transaction.models(M.self, query, in: collection)
     }
 
     public func first(_ filter: Filter = .all) throws -> M? {
-        try transaction.query(Query(filter: filter, limit: 1), in: collection).first.map(M.decode)
+        try transaction.models(M.self, Query(filter: filter, limit: 1), in: collection).first
     }
 
     public func count(_ filter: Filter = .all) throws -> Int { try transaction.count(filter, in: collection) }

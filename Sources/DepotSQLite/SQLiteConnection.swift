@@ -211,13 +211,18 @@ struct Statement {
     func int(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
     func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
 
-    func text(_ column: Int32) -> String {
+    func text(_ column: Int32) -> String { Self.text(handle, column) }
+    func blob(_ column: Int32) -> Data { Self.blob(handle, column) }
+
+    /// A text column of the current row of `handle`.
+    static func text(_ handle: OpaquePointer, _ column: Int32) -> String {
         guard let pointer = sqlite3_column_text(handle, column) else { return "" }
         let count = Int(sqlite3_column_bytes(handle, column))
         return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
     }
 
-    func blob(_ column: Int32) -> Data {
+    /// A blob column of the current row of `handle`.
+    static func blob(_ handle: OpaquePointer, _ column: Int32) -> Data {
         let count = Int(sqlite3_column_bytes(handle, column))
         guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return Data() }
         return Data(bytes: pointer, count: count)

@@ -71,6 +71,35 @@ final class SQLiteTransaction: WriteTransaction {
         }
     }
 
+    func forEachFields(_ query: Query, in collection: CollectionName, _ body: (any FieldSource) throws -> Bool) throws {
+        // A write transaction reads a snapshot of records first (see forEach).
+        if writable { return try forEachRecordAsFields(query, in: collection, body) }
+        try checkValid()
+        try query.validate()
+        guard let meta = catalog.collections[collection] else { return }
+        var translator = SQLiteQueryTranslator(meta: meta)
+        let sql = translator.select(query)
+        let fields = SQLiteRowFields(meta: meta)
+        try connection.query(sql, translator.parameters) { row in
+            try fields.load(row)
+            return try body(fields)
+        }
+    }
+
+    func withFields<T>(of id: RecordID, from collection: CollectionName, _ body: (any FieldSource) throws -> T) throws -> T? {
+        if writable { return try getRecordAsFields(of: id, from: collection, body) }
+        try checkValid()
+        guard let meta = catalog.collections[collection], id.kind == meta.idKind else { return nil }
+        var result: T?
+        let fields = SQLiteRowFields(meta: meta)
+        try connection.query(meta.getSQL, [Self.idValue(id)]) { row in
+            try fields.load(row)
+            result = try body(fields)
+            return false
+        }
+        return result
+    }
+
     func count(_ filter: Filter, in collection: CollectionName) throws -> Int {
         try checkValid()
         try filter.validate()
@@ -121,41 +150,57 @@ final class SQLiteTransaction: WriteTransaction {
 
     /// Decodes a row of `meta.selectSQL`.
     static func decode(_ row: Statement, _ meta: CollectionMeta) throws -> Record {
-        let id: RecordID
-        switch row.type(0) {
-        case SQLITE_INTEGER: id = .int(row.int(0))
-        case SQLITE_TEXT: id = .string(row.text(0))
-        default: throw DepotError(.corrupted, "A row of '\(meta.name)' has an id that is neither an integer nor text.", collection: meta.name.rawValue)
-        }
-        var tags: [String: UInt8] = [:]
-        if row.type(1) == SQLITE_TEXT {
-            for entry in row.text(1).split(separator: ",") {
-                guard let colon = entry.lastIndex(of: ":"), let tag = entry[entry.index(after: colon)...].utf8.first else { continue }
-                tags[String(entry[..<colon])] = tag
-            }
-        }
+        let id = try decodeID(row, meta)
+        let tags = decodeTags(row)
         var fields: [String: FieldValue] = [:]
         fields.reserveCapacity(meta.fields.count)
         for index in meta.fields.indices {
-            let column = Int32(index + 2)
-            let value: FieldValue
-            switch row.type(column) {
-            case SQLITE_NULL: continue
-            case SQLITE_INTEGER:
-                let i = row.int(column)
-                if !tags.isEmpty, tags[meta.columns[index]] == UInt8(ascii: "b") { value = .bool(i != 0) } else { value = .int(i) }
-            case SQLITE_FLOAT: value = .double(row.double(column))
-            case SQLITE_TEXT:
-                if !tags.isEmpty, tags[meta.columns[index]] == UInt8(ascii: "j") {
-                    value = try NestedJSON.decode(row.text(column))
-                } else {
-                    value = .string(row.text(column))
-                }
-            default: value = .bytes(row.blob(column))
-            }
+            guard let value = try decodeColumn(row.handle, meta, index: index, tags: tags) else { continue }
             fields[meta.fields[index]] = value
         }
         return Record(id: id, fields: fields)
+    }
+
+    /// The id of a row of `meta.selectSQL`. - Throws: `.corrupted` when it is neither an integer nor text.
+    static func decodeID(_ row: Statement, _ meta: CollectionMeta) throws -> RecordID {
+        switch row.type(0) {
+        case SQLITE_INTEGER: return .int(row.int(0))
+        case SQLITE_TEXT: return .string(row.text(0))
+        default: throw DepotError(.corrupted, "A row of '\(meta.name)' has an id that is neither an integer nor text.", collection: meta.name.rawValue)
+        }
+    }
+
+    /// The type tags of a row (column → tag): `b` for a bool stored as an integer, `j` for an
+    /// array or object stored as JSON text. Empty when the row has none.
+    static func decodeTags(_ row: Statement) -> [String: UInt8] {
+        guard row.type(1) == SQLITE_TEXT else { return [:] }
+        var tags: [String: UInt8] = [:]
+        for entry in row.text(1).split(separator: ",") {
+            guard let colon = entry.lastIndex(of: ":"), let tag = entry[entry.index(after: colon)...].utf8.first else { continue }
+            tags[String(entry[..<colon])] = tag
+        }
+        return tags
+    }
+
+    /// The value of field `meta.fields[index]` in the current row of a `meta.selectSQL`
+    /// statement; `nil` when NULL (a top-level null is an absent field).
+    /// - Throws: `.corrupted` for unreadable nested JSON.
+    @inline(__always)
+    static func decodeColumn(_ handle: OpaquePointer, _ meta: CollectionMeta, index: Int, tags: [String: UInt8]) throws -> FieldValue? {
+        let column = Int32(index + 2)
+        switch sqlite3_column_type(handle, column) {
+        case SQLITE_NULL: return nil
+        case SQLITE_INTEGER:
+            let i = sqlite3_column_int64(handle, column)
+            if !tags.isEmpty, tags[meta.columns[index]] == UInt8(ascii: "b") { return .bool(i != 0) }
+            return .int(i)
+        case SQLITE_FLOAT: return .double(sqlite3_column_double(handle, column))
+        case SQLITE_TEXT:
+            let text = Statement.text(handle, column)
+            if !tags.isEmpty, tags[meta.columns[index]] == UInt8(ascii: "j") { return try NestedJSON.decode(text) }
+            return .string(text)
+        default: return .bytes(Statement.blob(handle, column))
+        }
     }
 
     /// Binds a record for `meta.insertSQL` (id first) or `meta.updateSQL` (id last);

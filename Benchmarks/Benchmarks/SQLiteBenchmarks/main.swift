@@ -147,22 +147,36 @@ func grdbCreateRows(_ queue: DatabaseQueue) throws {
     }
 }
 
-// DEPOT_BENCH_PROFILE=1: only the driver-level insert and fetch, for a profiler.
-if ProcessInfo.processInfo.environment["DEPOT_BENCH_PROFILE"] != nil {
+// DEPOT_BENCH_PROFILE=1: only Depot's insert and fetch of models through the Store, for a
+// profiler (DEPOT_BENCH_PROFILE=driver: the same at the driver level, with records).
+if let mode = ProcessInfo.processInfo.environment["DEPOT_BENCH_PROFILE"] {
     let rowsName = try CollectionName("rows")
-    let records = rows200k.map { row in
-        Record(id: .int(row.id), fields: ["f0": .int(row.f0), "f1": .int(row.f1), "f2": .int(row.f2), "f3": .int(row.f3), "f4": .int(row.f4),
-                                          "f5": .int(row.f5), "f6": .int(row.f6), "f7": .int(row.f7), "f8": .int(row.f8), "f9": .int(row.f9)])
-    }
-    let driver = try await SQLiteDriver(path: freshPath())
     let clock = ContinuousClock()
-    let t0 = clock.now
-    try await driver.write { tx in for record in records { try tx.insert(record, into: rowsName) } }
-    let t1 = clock.now
-    for _ in 0..<3 { _ = try await driver.read { tx in try tx.query(Query(), in: rowsName).count } }
-    let t2 = clock.now
-    print("profile: insert 200k \(t1 - t0), fetch 3x200k \(t2 - t1)")
-    try await driver.close()
+    if mode == "driver" {
+        let records = rows200k.map { row in
+            Record(id: .int(row.id), fields: ["f0": .int(row.f0), "f1": .int(row.f1), "f2": .int(row.f2), "f3": .int(row.f3), "f4": .int(row.f4),
+                                              "f5": .int(row.f5), "f6": .int(row.f6), "f7": .int(row.f7), "f8": .int(row.f8), "f9": .int(row.f9)])
+        }
+        let driver = try await SQLiteDriver(path: freshPath())
+        let t0 = clock.now
+        try await driver.write { tx in for record in records { try tx.insert(record, into: rowsName) } }
+        let t1 = clock.now
+        for _ in 0..<3 { _ = try await driver.read { tx in try tx.query(Query(), in: rowsName).count } }
+        print("profile (driver): insert 200k \(t1 - t0), fetch 3x200k \(clock.now - t1)")
+        try await driver.close()
+    } else {
+        let store = try await openStore(freshPath())
+        let t0 = clock.now
+        try await store.write { tx in
+            let repository = try tx.repository(Row.self)
+            for row in rows200k { _ = try repository.insert(row) }
+        }
+        let t1 = clock.now
+        let repository = try await store.repository(Row.self)
+        for _ in 0..<3 { _ = try await repository.all().count }
+        print("profile (store): insert 200k \(t1 - t0), fetch 3x200k \(clock.now - t1)")
+        try await store.close()
+    }
     exit(0)
 }
 
