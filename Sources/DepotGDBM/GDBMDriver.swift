@@ -175,7 +175,7 @@ public final class GDBMDriver: StorageDriver {
     /// separate jobs, so other transactions run between them: a record deleted meanwhile is
     /// skipped, one changed meanwhile is given in its new state if it still matches the
     /// filter, and skipped otherwise. The file pages gdbm maps while streaming are released
-    /// every 1,024 records (scan) or 256 records (pages), so memory stays bounded by the
+    /// every 1,024 records (scan) or 32 records (fetching pages), so memory stays bounded by the
     /// ids, not the file's size.
     public func stream(_ query: Query, from collection: CollectionName) -> RecordStream {
         if closed.withLock({ $0 }) { return RecordStream(failing: DepotError(.closed, "The GDBM store is closed.")) }
@@ -212,8 +212,7 @@ public final class GDBMDriver: StorageDriver {
         while start < ids.count {
             let page = ids[start..<min(ids.count, start + 256)]
             start += page.count
-            // Fetches by id land on random buckets all over the file, and the kernel maps
-            // up to 16 pages around each one it faults in: release after every page.
+            // Released every 32 fetches inside the page and after it (see `records`).
             let records = try engine.readers.runBlocking { () -> [Record] in
                 try engine.read { tx in
                     let records = try tx.records(page, in: collection, recheck: tx.generation == generation ? nil : query.filter)

@@ -496,8 +496,12 @@ final class GDBMTransaction: WriteTransaction {
         return .ids(ids)
     }
 
-    /// A stream's scan releases the mapped pages of the file it reads every this many records.
+    /// A stream's scan releases the mapped pages of the file it reads every this many records
+    /// (a scan walks bucket by bucket: few new pages per record).
     static let streamReleaseInterval = 1024
+    /// A stream's page fetches release the mapped pages every this many records (each fetch
+    /// may fault in a bucket and a data page, with fault-around 2 × 64 KiB).
+    static let pageReleaseInterval = 32
 
     /// Releases the mapped pages of the collection's record file (see ``GDBMFile/releaseMapping()``).
     func releaseMapping(of collection: CollectionName) throws {
@@ -506,11 +510,16 @@ final class GDBMTransaction: WriteTransaction {
     }
 
     /// The records of `ids` that still exist and match `filter` (a stream's page).
+    ///
+    /// Fetches by id land on random buckets and data all over the file, and the kernel maps
+    /// up to 16 pages around each page it faults in (fault-around): the file's mapped pages
+    /// are released every ``pageReleaseInterval`` fetches, which bounds that growth to a few MB.
     func records(_ ids: [RecordID], in collection: CollectionName, recheck filter: Filter?) throws -> [Record] {
         try checkValid()
         var out: [Record] = []
         out.reserveCapacity(ids.count)
-        for id in ids {
+        for (n, id) in ids.enumerated() {
+            if n > 0 && n % GDBMTransaction.pageReleaseInterval == 0 { try releaseMapping(of: collection) }
             guard let record = try loadRecord(collection, key: BinaryCodec.key(for: id)) else { continue }
             if let filter, !QueryEvaluator.matches(filter, record) { continue }
             out.append(record)
