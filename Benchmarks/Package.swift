@@ -40,7 +40,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
-            path: "Benchmarks/SQLiteBenchmarks"
+            path: "Sources/SQLiteBenchmarks"
         ),
         // GRDB's Codable records on the same SQLite workloads: the peer Depot must beat.
         .executableTarget(

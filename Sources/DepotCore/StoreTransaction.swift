@@ -95,7 +95,7 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     private func note(_ kind: ChangeEvent.Kind, _ id: RecordID, _ collection: CollectionName, fields: [String: FieldValue]?) throws {
         changes.append(ChangeEvent(collection: collection, kind: kind, id: id))
         if collection.rawValue == "_depot_sync" { touchedAttachments = true }
-        guard attached.contains(collection.rawValue) else { return }
+        guard !attached.isEmpty, attached.contains(collection.rawValue) else { return }
         var entry: [String: FieldValue] = [
             "collection": .string(collection.rawValue),
             "recordId": id.fieldValue,

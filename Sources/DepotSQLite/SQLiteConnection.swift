@@ -18,6 +18,11 @@ enum SQLValue {
 final class SQLiteConnection {
     let db: OpaquePointer
     private var cache: [String: OpaquePointer] = [:]
+    /// The last few statements used, most recent first, checked before `cache`: comparing a
+    /// statement's SQL with `==` is immediate when it is the same string (a collection's
+    /// cached insert or get SQL), while a dictionary lookup hashes the whole text each time.
+    private var recent: [(sql: String, handle: OpaquePointer)] = []
+    private static let recentLimit = 4
     private static let cacheLimit = 256
     private(set) var isClosed = false
 
@@ -61,6 +66,7 @@ final class SQLiteConnection {
         isClosed = true
         for (_, statement) in cache { sqlite3_finalize(statement) }
         cache.removeAll()
+        recent.removeAll()
         sqlite3_close_v2(db)
     }
 
@@ -81,13 +87,14 @@ final class SQLiteConnection {
     /// one is in use by an enclosing loop (a query run inside another query's row callback).
     /// Call ``Statement/finish()`` after use.
     func statement(_ sql: String) throws -> Statement {
-        if let cached = cache[sql] {
+        if let cached = cachedHandle(sql) {
             if sqlite3_stmt_busy(cached) == 0 { return Statement(handle: cached, connection: self, sql: sql, transient: false) }
             return Statement(handle: try prepare(sql, persistent: false), connection: self, sql: sql, transient: true)
         }
         let handle = try prepare(sql, persistent: true)
         if cache.count >= SQLiteConnection.cacheLimit {
             // Statements stepping in an enclosing loop stay; the others are finalized.
+            recent.removeAll()
             for (text, old) in cache where sqlite3_stmt_busy(old) == 0 {
                 sqlite3_finalize(old)
                 cache[text] = nil
@@ -95,6 +102,15 @@ final class SQLiteConnection {
         }
         cache[sql] = handle
         return Statement(handle: handle, connection: self, sql: sql, transient: false)
+    }
+
+    /// The cached statement for `sql`, looking at the most recently used ones first.
+    private func cachedHandle(_ sql: String) -> OpaquePointer? {
+        for entry in recent where entry.sql == sql { return entry.handle }
+        guard let handle = cache[sql] else { return nil }
+        recent.insert((sql, handle), at: 0)
+        if recent.count > SQLiteConnection.recentLimit { recent.removeLast() }
+        return handle
     }
 
     private func prepare(_ sql: String, persistent: Bool) throws -> OpaquePointer {

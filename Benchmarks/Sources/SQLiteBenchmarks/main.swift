@@ -152,7 +152,19 @@ func grdbCreateRows(_ queue: DatabaseQueue) throws {
 if let mode = ProcessInfo.processInfo.environment["DEPOT_BENCH_PROFILE"] {
     let rowsName = try CollectionName("rows")
     let clock = ContinuousClock()
-    if mode == "driver" {
+    if mode == "reads" {
+        let store = try await openStore(freshPath())
+        try await store.repository(Doc.self).save((1...Int64(docCount)).map(Doc.init))
+        let t0 = clock.now
+        let total = try await store.read { tx in
+            let repository = try tx.repository(Doc.self)
+            var total = 0
+            for _ in 0..<3 { for id in readIDs { total &+= try repository.find(id: id)?.body.utf8.count ?? 0 } }
+            return total
+        }
+        print("profile (reads): 3x300k point reads \(clock.now - t0), \(total) bytes")
+        try await store.close()
+    } else if mode == "driver" {
         let records = rows200k.map { row in
             Record(id: .int(row.id), fields: ["f0": .int(row.f0), "f1": .int(row.f1), "f2": .int(row.f2), "f3": .int(row.f3), "f4": .int(row.f4),
                                               "f5": .int(row.f5), "f6": .int(row.f6), "f7": .int(row.f7), "f8": .int(row.f8), "f9": .int(row.f9)])
