@@ -139,6 +139,7 @@ final class ReadWriteLock: @unchecked Sendable {
     }
 
     func readLock() { pthread_rwlock_rdlock(lock) }
+    func tryReadLock() -> Bool { pthread_rwlock_tryrdlock(lock) == 0 }
     func writeLock() { pthread_rwlock_wrlock(lock) }
     func tryWriteLock() -> Bool { pthread_rwlock_trywrlock(lock) == 0 }
     func unlock() { pthread_rwlock_unlock(lock) }

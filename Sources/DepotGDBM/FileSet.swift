@@ -12,6 +12,11 @@ final class FileSet {
     /// Guards `open` and is held around every gdbm call on these files.
     let lock = NSLock()
     private var open: [FileID: GDBMFile] = [:]
+    /// Files looked up without `create` and found missing: no `access(2)` per lookup (a bulk
+    /// insert into a new collection looks its file up once per record). Files appear only
+    /// through this object (created by ``file(_:create:)``) or while it is cleared
+    /// (``closeAll()``, ``removeAllFiles()`` come before every copy into the directory).
+    private var missing: Set<FileID> = []
     /// Files written since the last ``syncAll()``.
     private(set) var dirty: Set<FileID> = []
     /// A file was created or removed since the last ``syncAll()``.
@@ -33,8 +38,14 @@ final class FileSet {
         // Opening under the lock too: two handles on one file would fight over gdbm's lock.
         try lock.withLock {
             if let f = open[id] { return f }
+            if !create && missing.contains(id) { return nil }
             let opened = try openFile(id, create: create)
-            if let opened { open[id] = opened }
+            if let opened {
+                open[id] = opened
+                missing.remove(id)
+            } else {
+                missing.insert(id)
+            }
             return opened
         }
     }
@@ -86,7 +97,10 @@ final class FileSet {
     /// Closes every file (a clean close: sound GDBM files).
     func closeAll() {
         let files = lock.withLock {
-            defer { open.removeAll() }
+            defer {
+                open.removeAll()
+                missing.removeAll()
+            }
             return Array(open.values)
         }
         for f in files { f.close() }

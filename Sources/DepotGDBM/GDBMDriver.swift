@@ -38,10 +38,11 @@ public final class GDBMDriver: StorageDriver {
 
     /// The store's writer thread as a task executor.
     ///
-    /// Transactions run on the store's own threads (writes on the writer thread, reads on a
-    /// reader pool); a task that awaits them from elsewhere pays two thread switches per
-    /// transaction. A hot loop of small transactions (point reads) can run on the writer
-    /// thread itself and pay none:
+    /// Small transactions already run on the caller's thread (see ``read(_:)`` and
+    /// ``write(_:)``); larger ones run on the store's own threads (writes on the writer
+    /// thread, reads on a reader pool), and a task that awaits them from elsewhere pays two
+    /// thread switches per transaction. A hot loop of such transactions can run on the
+    /// writer thread itself and pay none:
     ///
     /// ```swift
     /// try await withTaskExecutorPreference(driver.taskExecutor) {
@@ -78,13 +79,14 @@ public final class GDBMDriver: StorageDriver {
     }
 
     /// The options `gdbm:PATH?...` accepts.
-    public static let optionNames: Set<String> = ["durability", "lock_timeout_ms", "checkpoint_kb", "sync_every", "readonly"]
+    public static let optionNames: Set<String> = ["durability", "lock_timeout_ms", "checkpoint_kb", "sync_every", "sync_interval_ms", "readonly"]
 
-    /// Registers the `gdbm` scheme: `gdbm:PATH[?durability=full|normal&lock_timeout_ms=N&checkpoint_kb=N&sync_every=N&readonly=true]`.
+    /// Registers the `gdbm` scheme: `gdbm:PATH[?durability=full|normal&lock_timeout_ms=N&checkpoint_kb=N&sync_every=N&sync_interval_ms=N&readonly=true]`.
     ///
     /// PATH is the store directory (created if missing). `checkpoint_kb` is the journal size
     /// that triggers folding it into the backup files (default 8192); `sync_every` the number
-    /// of commits between syncs of the GDBM files (default 256).
+    /// of commits between syncs of the GDBM files (default 256), `sync_interval_ms` the least
+    /// time between two such syncs (default 1000; the journal keeps every commit meanwhile).
     /// - Throws (from the factory): `.invalidStore` for an empty path or an unknown or malformed option.
     public static func register(in registry: inout DriverRegistry) {
         registry.register("gdbm") { location in
@@ -111,6 +113,7 @@ public final class GDBMDriver: StorageDriver {
         options.lockTimeoutMilliseconds = try integer("lock_timeout_ms", 0...600_000) ?? options.lockTimeoutMilliseconds
         options.checkpointBytes = (try integer("checkpoint_kb", 1...(1 << 30)) ?? (options.checkpointBytes >> 10)) << 10
         options.syncEveryCommits = try integer("sync_every", 1...1_000_000) ?? options.syncEveryCommits
+        options.syncIntervalMilliseconds = try integer("sync_interval_ms", 0...3_600_000) ?? options.syncIntervalMilliseconds
         switch location.options["readonly"] {
         case nil, "false": options.readOnly = false
         case "true": options.readOnly = true
@@ -131,31 +134,49 @@ public final class GDBMDriver: StorageDriver {
         if closed.withLock({ $0 }) { throw DepotError(.closed, "The GDBM store is closed.") }
     }
 
-    /// Runs `body` in a read transaction on the store's reader pool: one snapshot, unaffected by
-    /// writers that commit meanwhile.
+    /// Runs `body` in a read transaction: one snapshot, unaffected by writers that commit
+    /// meanwhile.
+    ///
+    /// A small transaction (up to 64 gdbm reads, no scan) runs right on the calling thread
+    /// when no commit is being applied to the files at that moment; others run on the
+    /// store's reader pool. A transaction that turns out larger is abandoned at the point
+    /// where it outgrows that budget and `body` runs again on the pool, so `body` may be
+    /// called twice: keep it free of side effects other than its result.
     /// - Throws: what `body` throws, `.closed`, `.corrupted`, `.io`.
     public func read<T: Sendable>(_ body: @escaping @Sendable (any ReadTransaction) throws -> T) async throws -> T {
         try checkOpen()
         let engine = self.engine
         // A task running on the writer thread (it prefers `taskExecutor`) reads right there.
         if engine.thread.isCurrent { return try engine.read(body) }
+        if case .done(let value) = try engine.readInline(body) { return value }
         return try await engine.readers.run { try engine.read(body) }
     }
 
-    /// Runs `body` in a write transaction on the store's writer thread and commits it.
+    /// Runs `body` in a write transaction and commits it.
+    ///
+    /// With durability `normal`, a small transaction (up to 64 gdbm reads and record writes,
+    /// no scan) runs and commits right on the calling thread when no other write is running
+    /// (a commit then costs a journal `write(2)` and a few gdbm stores, never an fsync);
+    /// others run on the store's writer thread. A transaction that turns out larger is
+    /// abandoned before anything is written and `body` runs again on the writer thread, so
+    /// `body` may be called twice: keep it free of side effects other than its result.
     /// - Throws: what `body` throws (nothing is written then), `.closed`, `.io`, `.unsupported` (read-only).
     public func write<T: Sendable>(_ body: @escaping @Sendable (any WriteTransaction) throws -> T) async throws -> T {
         try checkOpen()
         let engine = self.engine
+        if !engine.thread.isCurrent, case .done(let value) = try engine.writeInline(body) { return value }
         return try await engine.thread.run { try engine.write(body) }
     }
 
     /// Streams the results of `query` in pages of 256 records.
     ///
     /// The ids and order of the results are fixed when iteration starts (only ids and sort
-    /// values are held). Pages are read in separate jobs, so other transactions run between
-    /// them: a record deleted meanwhile is skipped, one changed meanwhile is given in its
-    /// new state if it still matches the filter, and skipped otherwise.
+    /// values are held: 8 bytes per match for integer ids in id order). Pages are read in
+    /// separate jobs, so other transactions run between them: a record deleted meanwhile is
+    /// skipped, one changed meanwhile is given in its new state if it still matches the
+    /// filter, and skipped otherwise. The file pages gdbm maps while streaming are released
+    /// every 1,024 records (scan) or 32 records (fetching pages), so memory stays bounded by the
+    /// ids, not the file's size.
     public func stream(_ query: Query, from collection: CollectionName) -> RecordStream {
         if closed.withLock({ $0 }) { return RecordStream(failing: DepotError(.closed, "The GDBM store is closed.")) }
         let engine = self.engine
@@ -180,15 +201,24 @@ public final class GDBMDriver: StorageDriver {
     /// Runs on a stream's own thread: asks the store thread for ids, then pages, and hands
     /// the records to `sink` (blocking this thread, never the store's).
     private static func produce(_ query: Query, _ collection: CollectionName, engine: GDBMEngine, sink: RecordSink) throws {
-        let (ids, generation) = try engine.readers.runBlocking { () -> ([RecordID], UInt64) in
-            try engine.read { tx in (try tx.orderedIDs(query, in: collection), tx.generation) }
+        let (ids, generation) = try engine.readers.runBlocking { () -> (StreamIDs, UInt64) in
+            try engine.read { tx in
+                let ids = try tx.orderedIDs(query, in: collection)
+                try tx.releaseMapping(of: collection)
+                return (ids, tx.generation)
+            }
         }
         var start = 0
         while start < ids.count {
             let page = ids[start..<min(ids.count, start + 256)]
             start += page.count
+            // Released every 32 fetches inside the page and after it (see `records`).
             let records = try engine.readers.runBlocking { () -> [Record] in
-                try engine.read { tx in try tx.records(page, in: collection, recheck: tx.generation == generation ? nil : query.filter) }
+                try engine.read { tx in
+                    let records = try tx.records(page, in: collection, recheck: tx.generation == generation ? nil : query.filter)
+                    try tx.releaseMapping(of: collection)
+                    return records
+                }
             }
             for record in records { try sink.send(record) }
         }

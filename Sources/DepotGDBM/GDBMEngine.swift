@@ -12,8 +12,10 @@ struct EngineOptions: Sendable, Hashable {
     var lockTimeoutMilliseconds = 2000
     /// The journal is folded into the backup files when it grows past this many bytes.
     var checkpointBytes = 8 << 20
-    /// A sync point (gdbm_sync of the primary files, an `applied` mark) every this many commits.
+    /// A sync point (gdbm_sync of the primary files, an `applied` mark) every this many commits…
     var syncEveryCommits = 256
+    /// …but at most once per this many milliseconds (a large journal still checkpoints).
+    var syncIntervalMilliseconds = 1000
     var readOnly = false
 }
 
@@ -27,9 +29,16 @@ struct EngineOptions: Sendable, Hashable {
 ///   `NAME.records.gdbm` and `NAME.index.gdbm`;
 /// - `backup/`: the same files as of the journal's base sequence (the last checkpoint).
 ///
-/// Threads: write transactions, commits, applying commits to the files, sync points,
-/// checkpoints, opening and closing run on ``thread`` (the writer thread); read transactions
-/// run on ``readers`` (a pool), concurrently with each other and with the writer.
+/// Threads: opening, closing, sync points, checkpoints, and every transaction that cannot
+/// run inline run on ``thread`` (the writer thread) and ``readers`` (a pool). Writer state is
+/// guarded by ``writerLock``: the writer thread takes it for each job, and a small write
+/// transaction with durability `normal` takes it directly on the caller's thread when it is
+/// free (``writeInline(_:)``). A small read transaction runs on the caller's thread when the
+/// files lock is free (``readInline(_:)``). "Small" is a budget of gdbm calls
+/// (``GDBMTransaction/inlineBudget``); a transaction that exceeds it, or asks for a scan, is
+/// abandoned before it changes anything and runs again on the store's threads. So the
+/// caller's thread only ever waits for short gdbm calls of other threads (the per-directory
+/// gdbm lock is held for one call at a time), never for a transaction, an fsync or a scan.
 ///
 /// Snapshots: a commit is journaled and then published as a ``CommittedLayer`` (its changes
 /// in memory); it is applied to the GDBM files only when no read transaction is open (the
@@ -37,10 +46,10 @@ struct EngineOptions: Sendable, Hashable {
 /// read transaction sees the files plus the layers published when it began, so it keeps one
 /// snapshot however many writers commit meanwhile, and the files never change under it.
 final class GDBMEngine: @unchecked Sendable {
-    // @unchecked: the properties under "writer thread" are touched only by jobs on `thread`
-    // (opening, writing, applying, closing); those under "shared" only while `state` is
-    // locked; `filesLock`, `primary` (internally locked) and the immutable lets are safe
-    // from any thread.
+    // @unchecked: the properties under "writer" are touched only while `writerLock` is held
+    // (every job on `thread` takes it; inline writes take it on the caller's thread); those
+    // under "shared" only while `state` is locked; `filesLock`, `writerLock`, `primary`
+    // (internally locked) and the immutable lets are safe from any thread.
     let directory: String
     let options: EngineOptions
     let thread: DriverThread
@@ -48,13 +57,17 @@ final class GDBMEngine: @unchecked Sendable {
     let primary: FileSet
     /// Read mode: a read transaction is open on the files. Write mode: the files change.
     let filesLock = ReadWriteLock()
+    /// Held by whoever runs the writer's work: a job on ``thread`` or an inline write.
+    let writerLock = NSLock()
 
-    // Writer thread.
+    // Writer (under `writerLock`).
     private var lock: StoreLock?
     private var journal: Journal?
     private let backup: FileSet
     private var lastSeq: UInt64 = 0
     private var commitsSinceMark = 0
+    /// When the last sync point ended (CLOCK_MONOTONIC, nanoseconds).
+    private var lastSyncPoint: UInt64 = 0
     /// The files the journal's transactions change (what a checkpoint must bring to the backup).
     private var touchedSinceCheckpoint = Set<FileID>()
     /// How many times the open path rebuilt the primary files (tests read it after opening).
@@ -71,6 +84,8 @@ final class GDBMEngine: @unchecked Sendable {
         /// store is reopened (which rebuilds them).
         var failure: DepotError?
         var applyScheduled = false
+        /// The file ops of `pending`, summed (inline commits apply only a few).
+        var pendingOps = 0
     }
 
     private let state = Mutex(Shared())
@@ -121,7 +136,7 @@ final class GDBMEngine: @unchecked Sendable {
                 continue
             }
             do {
-                try await engine.thread.run { try engine.openIfNeeded() }
+                try await engine.thread.run { try engine.writerLock.withLock { try engine.openIfNeeded() } }
             } catch {
                 try? await release(engine)
                 throw error
@@ -147,7 +162,7 @@ final class GDBMEngine: @unchecked Sendable {
                 if table[engine.directory]?.engine === engine { table[engine.directory] = nil }
             }
         }
-        try await engine.thread.run { try engine.shutdown() }
+        try await engine.thread.run { try engine.writerLock.withLock { try engine.shutdown() } }
     }
 
     // MARK: Opening and recovery
@@ -345,48 +360,128 @@ final class GDBMEngine: @unchecked Sendable {
     /// Runs a read transaction on the calling thread (a reader-pool thread, or the writer
     /// thread for a task that prefers it), holding the files lock in read mode.
     func read<T>(_ body: (GDBMTransaction) throws -> T) throws -> T {
-        try checkUsable()
         filesLock.readLock()
         defer {
             filesLock.unlock()
             scheduleApply()
         }
+        // Checked under the lock: a store closing meanwhile has closed its files.
+        try checkUsable()
         let tx = begin(writable: false)
         defer { tx.isValid = false }
         return try body(tx)
     }
 
+    /// What an inline attempt did.
+    enum Inline<T> {
+        case done(T)
+        /// Not run (a lock was busy) or abandoned (over budget): run it on the store's threads.
+        case declined
+    }
+
+    /// Gdbm calls an inline transaction may make before it is abandoned.
+    static let inlineBudget = 64
+
+    /// Runs a small read transaction on the calling thread if the files lock is free right
+    /// now; `.declined` when it is not, or when `body` outgrew the inline budget (its result
+    /// and errors are then discarded: nothing was changed).
+    func readInline<T>(_ body: (GDBMTransaction) throws -> T) throws -> Inline<T> {
+        guard filesLock.tryReadLock() else { return .declined }
+        defer {
+            filesLock.unlock()
+            scheduleApply()
+        }
+        try checkUsable()
+        let tx = begin(writable: false)
+        tx.inlineBudget = GDBMEngine.inlineBudget
+        defer { tx.isValid = false }
+        do {
+            let value = try body(tx)
+            return tx.escalated ? .declined : .done(value)
+        } catch {
+            if tx.escalated { return .declined }
+            throw error
+        }
+    }
+
     /// After the last reader of a snapshot leaves, the writer thread applies pending commits.
-    private func scheduleApply() {
+    private func scheduleApply(force: Bool = false) {
         let needed = state.withLock { shared -> Bool in
-            guard !shared.pending.isEmpty, !shared.applyScheduled, shared.isOpen else { return false }
+            guard force || !shared.pending.isEmpty, !shared.applyScheduled, shared.isOpen else { return false }
             shared.applyScheduled = true
             return true
         }
         if needed {
             thread.submit { [self] in
-                state.withLock { $0.applyScheduled = false }
-                tryApply()
+                writerLock.withLock {
+                    state.withLock { $0.applyScheduled = false }
+                    tryApply(syncAllowed: true)
+                }
             }
         }
     }
 
-    /// Runs a write transaction and commits it (on the writer thread).
+    /// Runs a write transaction and commits it (on the writer thread, or on a thread whose
+    /// task prefers it).
     func write<T>(_ body: (any WriteTransaction) throws -> T) throws -> T {
+        writerLock.lock()
+        defer { writerLock.unlock() }
         try checkUsable()
         guard !options.readOnly else { throw DepotError(.unsupported, "The GDBM store was opened read-only (readonly=true).") }
         let tx = begin(writable: true)
         defer { tx.isValid = false }
         let result = try body(tx)
         tx.isValid = false
-        try commit(tx)
+        try commit(tx, inline: false)
         return result
     }
+
+    /// Runs a small write transaction on the calling thread when that costs no waiting and
+    /// no fsync: durability `normal`, the writer free right now, few commits waiting for
+    /// readers. `.declined` otherwise, or when `body` outgrew the inline budget (nothing was
+    /// changed then: the transaction's changes lived only in memory).
+    func writeInline<T>(_ body: (any WriteTransaction) throws -> T) throws -> Inline<T> {
+        guard options.durability == .normal, !options.readOnly else { return .declined }
+        guard writerLock.try() else { return .declined }
+        defer { writerLock.unlock() }
+        let (open, waiting) = state.withLock { ($0.isOpen, $0.pendingOps) }
+        guard open, waiting <= GDBMEngine.inlineApplyLimit else { return .declined }
+        // A sync point is due: this write queues behind it on the writer thread, so inline
+        // writes never starve the writer's sync points and checkpoints (the journal stays
+        // bounded by `checkpoint_kb`).
+        guard !syncPointDue else {
+            scheduleApply(force: true)
+            return .declined
+        }
+        try checkUsable()
+        let tx = begin(writable: true)
+        tx.inlineBudget = GDBMEngine.inlineBudget
+        defer { tx.isValid = false }
+        let result: T
+        do {
+            result = try body(tx)
+        } catch {
+            if tx.escalated { return .declined }
+            throw error
+        }
+        if tx.escalated { return .declined }
+        tx.isValid = false
+        try commit(tx, inline: true)
+        return .done(result)
+    }
+
+    /// An inline commit applies the waiting commits itself only while they hold at most
+    /// this many file ops; more are left to the writer thread.
+    static let inlineApplyLimit = 512
 
     /// Journals and publishes a finished write transaction, then applies it to the files
     /// if no reader is open. Once the journal write returns, the commit is durable (per the
     /// durability setting) and visible to every later transaction.
-    private func commit(_ tx: GDBMTransaction) throws {
+    ///
+    /// An `inline` commit (on a caller's thread) does no fsync and no blocking wait: it applies
+    /// only when that is quick, and leaves sync points and the bound on waiting commits to
+    /// the writer thread.
+    private func commit(_ tx: GDBMTransaction, inline: Bool) throws {
         let ops = tx.finish()
         guard !ops.isEmpty, let journal else { return }
         let seq = lastSeq + 1
@@ -394,12 +489,22 @@ final class GDBMEngine: @unchecked Sendable {
         lastSeq = seq
         for op in ops { touchedSinceCheckpoint.insert(op.file) }
         let layer = CommittedLayer(seq: seq, changes: tx.overlayChanges, ops: ops)
-        state.withLock { shared in
+        let waiting = state.withLock { shared -> Int in
             shared.pending.append(layer)
+            shared.pendingOps += ops.count
             shared.catalog = tx.catalog
             shared.generation &+= 1
+            return shared.pendingOps
         }
-        tryApply()
+        if inline {
+            // Apply now only if that is a few gdbm stores; sync points, checkpoints and
+            // large backlogs are the writer thread's.
+            if waiting > GDBMEngine.inlineApplyLimit || !tryApply(syncAllowed: false) {
+                scheduleApply(force: true)
+            }
+            return
+        }
+        tryApply(syncAllowed: true)
         // Readers that never let go would make pending commits pile up in memory: past a
         // bound, the commit waits until no reader is open and applies them.
         if state.withLock({ $0.pending.count }) >= GDBMEngine.maximumPendingCommits {
@@ -414,18 +519,37 @@ final class GDBMEngine: @unchecked Sendable {
     /// How many commits may wait in memory for readers to finish before a commit waits too.
     static let maximumPendingCommits = 4096
 
-    /// Applies pending commits if no read transaction is open (writer thread).
-    private func tryApply() {
-        guard filesLock.tryWriteLock() else { return }
+    /// Applies pending commits if no read transaction is open (under `writerLock`), then
+    /// makes a sync point when one is due and `syncAllowed`. Returns `false` when work is
+    /// left for later: readers held the files, or a sync point is due but not allowed.
+    @discardableResult
+    private func tryApply(syncAllowed: Bool) -> Bool {
+        guard filesLock.tryWriteLock() else { return false }
         defer { filesLock.unlock() }
         do {
             try applyPending()
-            if commitsSinceMark >= options.syncEveryCommits || (journal?.size ?? 0) >= options.checkpointBytes {
+            if syncPointDue {
+                guard syncAllowed else { return false }
                 try syncPoint(forceCheckpoint: false)
             }
         } catch {
             state.withLock { $0.failure = DepotError.wrap(error, as: .io, "Applying a commit to the GDBM files failed.") }
         }
+        return true
+    }
+
+    /// A sync point is due: the journal has reached the checkpoint size, or `sync_every`
+    /// commits were applied since the last one and `sync_interval_ms` has passed since it.
+    private var syncPointDue: Bool {
+        if (journal?.size ?? 0) >= options.checkpointBytes { return true }
+        guard commitsSinceMark >= options.syncEveryCommits else { return false }
+        return GDBMEngine.monotonicNanoseconds() &- lastSyncPoint >= UInt64(options.syncIntervalMilliseconds) * 1_000_000
+    }
+
+    static func monotonicNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 
     /// Applies every pending commit to the primary files. Needs the files lock in write mode.
@@ -435,7 +559,11 @@ final class GDBMEngine: @unchecked Sendable {
         for layer in layers {
             for op in layer.ops { try primary.apply(op) }
         }
-        state.withLock { $0.pending.removeFirst(layers.count) }
+        let applied = layers.reduce(0) { $0 + $1.ops.count }
+        state.withLock {
+            $0.pending.removeFirst(layers.count)
+            $0.pendingOps -= applied
+        }
         commitsSinceMark += layers.count
     }
 
@@ -449,6 +577,7 @@ final class GDBMEngine: @unchecked Sendable {
             try journal.sync()
             try journal.append(.applied(seq: lastSeq), sync: options.durability == .full)
             commitsSinceMark = 0
+            lastSyncPoint = GDBMEngine.monotonicNanoseconds()
         }
         if journal.size >= options.checkpointBytes || (forceCheckpoint && lastSeq > journal.baseSeq) {
             try checkpoint()

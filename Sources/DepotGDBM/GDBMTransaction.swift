@@ -38,6 +38,37 @@ final class GDBMTransaction: WriteTransaction {
     /// The commit count of the snapshot.
     let generation: UInt64
 
+    /// For a transaction run inline on a caller's thread: how many more gdbm reads and
+    /// record writes it may make. Past that, or at any scan, it is abandoned (``escalated``)
+    /// and the engine runs the closure again on its own threads. `nil`: no limit.
+    var inlineBudget: Int?
+    /// The transaction was abandoned by the inline budget: every later call throws too,
+    /// and the engine discards whatever the closure returned or threw.
+    private(set) var escalated = false
+    /// Scans of this transaction release the file's mapped pages every this many records
+    /// (streams: bounded RSS over large files).
+    var releaseMappingEvery: Int?
+
+    /// The error that abandons an inline transaction (never seen by callers).
+    struct Escalation: Error {}
+
+    /// Counts one gdbm read or record write against the inline budget.
+    private func spend() throws {
+        guard let budget = inlineBudget else { return }
+        if escalated || budget <= 0 {
+            escalated = true
+            throw Escalation()
+        }
+        inlineBudget = budget - 1
+    }
+
+    /// Abandons an inline transaction that asks for unbounded work (a scan).
+    private func requireUnbounded() throws {
+        guard inlineBudget != nil else { return }
+        escalated = true
+        throw Escalation()
+    }
+
     init(engine: GDBMEngine, writable: Bool, catalog: [CollectionName: CollectionMeta], layers: [CommittedLayer], generation: UInt64) {
         self.engine = engine
         self.generation = generation
@@ -52,6 +83,7 @@ final class GDBMTransaction: WriteTransaction {
 
     private func checkValid() throws {
         guard isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
+        if escalated { throw Escalation() }
     }
 
     private func checkWritable() throws {
@@ -96,7 +128,9 @@ final class GDBMTransaction: WriteTransaction {
         switch find(id, key) {
         case .value(let value): return value
         case .absent: return nil
-        case .inFile: return try committedFile(id)?.fetch(key)
+        case .inFile:
+            try spend()
+            return try committedFile(id)?.fetch(key)
         }
     }
 
@@ -122,10 +156,11 @@ final class GDBMTransaction: WriteTransaction {
 
     /// Calls `body` with every key and value of `file` in the snapshot until it returns `false`.
     private func scanRaw(_ file: FileID, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
+        try requireUnbounded()
         let (visible, changes) = merged(file)
         var stopped = false
         if visible, let committed = try committedFile(file) {
-            try committed.forEachKey { key in
+            try committed.forEachKey(releaseEvery: releaseMappingEvery) { key in
                 let keyBytes = Array(key)
                 if !changes.isEmpty && changes[keyBytes] != nil { return true }
                 let keep = try committed.fetch(keyBytes) { value in try body(key, value) }
@@ -173,9 +208,32 @@ final class GDBMTransaction: WriteTransaction {
         case .absent:
             return nil
         case .inFile:
+            try spend()
             guard let committed = try committedFile(file) else { return nil }
             return try committed.fetch(key) { value in try key.withUnsafeBytes { k in try decodeRecord(collection, key: k, value: value) } }
         }
+    }
+
+    /// `true` when the snapshot holds a record under `key` (`gdbm_exists`: nothing decoded).
+    private func recordExists(_ collection: CollectionName, key: [UInt8]) throws -> Bool {
+        let file = FileID.records(collection)
+        switch find(file, key) {
+        case .value: return true
+        case .absent: return false
+        case .inFile:
+            try spend()
+            return try committedFile(file)?.contains(key) ?? false
+        }
+    }
+
+    /// The stored record a write replaces, when the collection's unique constraints or
+    /// indexes need its old values; otherwise only whether it exists (`nil` record).
+    private func prior(_ collection: CollectionName, key: [UInt8], meta: CollectionMeta) throws -> (exists: Bool, record: Record?) {
+        if meta.schema.uniqueConstraints.isEmpty && meta.schema.indexes.isEmpty {
+            return (try recordExists(collection, key: key), nil)
+        }
+        let record = try loadRecord(collection, key: key)
+        return (record != nil, record)
     }
 
     /// Calls `body` with every record of the collection in the snapshot until it returns `false`.
@@ -283,6 +341,7 @@ final class GDBMTransaction: WriteTransaction {
     /// Stores `record` (already free of nulls) after checking uniqueness; nothing changes
     /// when a check fails.
     private func put(_ record: Record, existing: Record?, into collection: CollectionName, meta: CollectionMeta) throws {
+        try spend()
         let idKey = BinaryCodec.key(for: record.id)
         try checkUnique(record, idKey: idKey, in: collection, meta: meta)
         try moveEntries(from: existing, to: record, idKey: idKey, in: collection, meta: meta)
@@ -381,14 +440,47 @@ final class GDBMTransaction: WriteTransaction {
         return QueryEvaluator.page(matched, offset: query.offset, limit: query.limit)
     }
 
-    /// The ids of the matches of `query` in result order, holding only ids and sort values
-    /// in memory (for streams).
-    func orderedIDs(_ query: Query, in collection: CollectionName) throws -> [RecordID] {
+    /// The ids of the matches of `query` in result order, for a stream: only the ids (8
+    /// bytes per integer id) and, for a sort on other fields, the sort values are held; the
+    /// records themselves are decoded one at a time to test the filter and dropped.
+    func orderedIDs(_ query: Query, in collection: CollectionName) throws -> StreamIDs {
         try checkValid()
         try query.validate()
-        guard let meta = catalog[collection] else { return [] }
+        guard let meta = catalog[collection] else { return .ids([]) }
+        releaseMappingEvery = GDBMTransaction.streamReleaseInterval
+        defer { releaseMappingEvery = nil }
+        let access = access(for: query.filter, meta: meta)
+        func window(_ count: Int) -> Range<Int> {
+            guard query.offset < count else { return 0..<0 }
+            let end = query.limit.map { query.offset + min(count - query.offset, max(0, $0)) } ?? count
+            return query.offset..<max(query.offset, end)
+        }
+        if query.sort.allSatisfy({ $0.field == "id" }) {
+            // Id order: the ids alone, integers unboxed.
+            let descending = query.sort.first?.descending ?? false
+            var ints: [Int64] = []
+            var others: [RecordID] = []
+            try candidates(collection, access) { record in
+                guard QueryEvaluator.matches(query.filter, record) else { return true }
+                if case .int(let i) = record.id { ints.append(i) } else { others.append(record.id) }
+                return true
+            }
+            if others.isEmpty {
+                ints.sort()
+                if descending { ints.reverse() }
+                let range = window(ints.count)
+                if range.count == ints.count { return .ints(ints) }
+                return .ints(Array(ints[range]))
+            }
+            var all = ints.map(RecordID.int) + others
+            ints = []
+            others = []
+            all.sort()
+            if descending { all.reverse() }
+            return .ids(Array(all[window(all.count)]))
+        }
         var keys: [Record] = []
-        try candidates(collection, access(for: query.filter, meta: meta)) { record in
+        try candidates(collection, access) { record in
             if QueryEvaluator.matches(query.filter, record) {
                 var slim: [String: FieldValue] = [:]
                 for key in query.sort where key.field != "id" { slim[key.field] = record.fields[key.field] }
@@ -397,15 +489,37 @@ final class GDBMTransaction: WriteTransaction {
             return true
         }
         keys.sort { QueryEvaluator.precedes($0, $1, sort: query.sort) }
-        return QueryEvaluator.page(keys, offset: query.offset, limit: query.limit).map(\.id)
+        let range = window(keys.count)
+        var ids: [RecordID] = []
+        ids.reserveCapacity(range.count)
+        for record in keys[range] { ids.append(record.id) }
+        return .ids(ids)
+    }
+
+    /// A stream's scan releases the mapped pages of the file it reads every this many records
+    /// (a scan walks bucket by bucket: few new pages per record).
+    static let streamReleaseInterval = 1024
+    /// A stream's page fetches release the mapped pages every this many records (each fetch
+    /// may fault in a bucket and a data page, with fault-around 2 × 64 KiB).
+    static let pageReleaseInterval = 32
+
+    /// Releases the mapped pages of the collection's record file (see ``GDBMFile/releaseMapping()``).
+    func releaseMapping(of collection: CollectionName) throws {
+        try checkValid()
+        try committedFile(.records(collection))?.releaseMapping()
     }
 
     /// The records of `ids` that still exist and match `filter` (a stream's page).
-    func records(_ ids: ArraySlice<RecordID>, in collection: CollectionName, recheck filter: Filter?) throws -> [Record] {
+    ///
+    /// Fetches by id land on random buckets and data all over the file, and the kernel maps
+    /// up to 16 pages around each page it faults in (fault-around): the file's mapped pages
+    /// are released every ``pageReleaseInterval`` fetches, which bounds that growth to a few MB.
+    func records(_ ids: [RecordID], in collection: CollectionName, recheck filter: Filter?) throws -> [Record] {
         try checkValid()
         var out: [Record] = []
         out.reserveCapacity(ids.count)
-        for id in ids {
+        for (n, id) in ids.enumerated() {
+            if n > 0 && n % GDBMTransaction.pageReleaseInterval == 0 { try releaseMapping(of: collection) }
             guard let record = try loadRecord(collection, key: BinaryCodec.key(for: id)) else { continue }
             if let filter, !QueryEvaluator.matches(filter, record) { continue }
             out.append(record)
@@ -442,6 +556,7 @@ final class GDBMTransaction: WriteTransaction {
         try filter.validate()
         guard let meta = catalog[collection] else { return 0 }
         if case .all = filter, overlays[.records(collection)] == nil, !layers.contains(where: { $0.changes[.records(collection)] != nil }) {
+            try requireUnbounded()
             return try committedFile(.records(collection))?.count() ?? 0
         }
         var n = 0
@@ -536,7 +651,7 @@ final class GDBMTransaction: WriteTransaction {
     func insert(_ record: Record, into collection: CollectionName) throws {
         let record = record.withoutNulls
         let meta = try metaForWrite(collection, kind: record.id.kind)
-        if try loadRecord(collection, key: BinaryCodec.key(for: record.id)) != nil {
+        if try recordExists(collection, key: BinaryCodec.key(for: record.id)) {
             throw DepotError(.alreadyExists, "A record with id \(record.id) exists.", collection: collection.rawValue, id: record.id)
         }
         try put(record, existing: nil, into: collection, meta: meta)
@@ -548,34 +663,37 @@ final class GDBMTransaction: WriteTransaction {
             throw DepotError(.invalidValue, "No integer ids are left in '\(collection)'.", collection: collection.rawValue)
         }
         let record = Record(id: .int(meta.lastAssignedID + 1), fields: fields).withoutNulls
-        let existing = try loadRecord(collection, key: BinaryCodec.key(for: record.id))
-        try put(record, existing: existing, into: collection, meta: meta)
+        let existing = try prior(collection, key: BinaryCodec.key(for: record.id), meta: meta)
+        try put(record, existing: existing.record, into: collection, meta: meta)
         return record.id
     }
 
     func update(_ record: Record, in collection: CollectionName) throws {
         let record = record.withoutNulls
         let meta = try metaForWrite(collection, kind: record.id.kind)
-        guard let existing = try loadRecord(collection, key: BinaryCodec.key(for: record.id)) else {
+        let existing = try prior(collection, key: BinaryCodec.key(for: record.id), meta: meta)
+        guard existing.exists else {
             throw DepotError(.notFound, "No record with id \(record.id).", collection: collection.rawValue, id: record.id)
         }
-        try put(record, existing: existing, into: collection, meta: meta)
+        try put(record, existing: existing.record, into: collection, meta: meta)
     }
 
     func save(_ record: Record, into collection: CollectionName) throws -> WriteOutcome {
         let record = record.withoutNulls
         let meta = try metaForWrite(collection, kind: record.id.kind)
-        let existing = try loadRecord(collection, key: BinaryCodec.key(for: record.id))
-        try put(record, existing: existing, into: collection, meta: meta)
-        return existing == nil ? .inserted : .updated
+        let existing = try prior(collection, key: BinaryCodec.key(for: record.id), meta: meta)
+        try put(record, existing: existing.record, into: collection, meta: meta)
+        return existing.exists ? .updated : .inserted
     }
 
     func delete(_ id: RecordID, from collection: CollectionName) throws -> Bool {
         try checkWritable()
         guard let meta = catalog[collection] else { return false }
         let idKey = BinaryCodec.key(for: id)
-        guard let existing = try loadRecord(collection, key: idKey) else { return false }
-        try moveEntries(from: existing, to: nil, idKey: idKey, in: collection, meta: meta)
+        let existing = try prior(collection, key: idKey, meta: meta)
+        guard existing.exists else { return false }
+        try spend()
+        try moveEntries(from: existing.record, to: nil, idKey: idKey, in: collection, meta: meta)
         setRaw(.records(collection), idKey, .delete)
         return true
     }
@@ -670,6 +788,28 @@ final class GDBMTransaction: WriteTransaction {
             problems.append("\(collection): \(error)")
         }
         return problems
+    }
+}
+
+/// The ids of a stream's results in result order, held compactly.
+enum StreamIDs: Sendable {
+    /// Integer ids only: 8 bytes each.
+    case ints([Int64])
+    case ids([RecordID])
+
+    var count: Int {
+        switch self {
+        case .ints(let a): a.count
+        case .ids(let a): a.count
+        }
+    }
+
+    /// The ids at `range`.
+    subscript(range: Range<Int>) -> [RecordID] {
+        switch self {
+        case .ints(let a): a[range].map(RecordID.int)
+        case .ids(let a): Array(a[range])
+        }
     }
 }
 

@@ -11,8 +11,8 @@ import Testing
     /// Small checkpoints and frequent sync points, so kills land in every phase: journal
     /// append, apply to the GDBM files, sync point, checkpoint into the backup files.
     @Test func survivesKillNineWithDurabilityFull() async throws {
-        let report = try await trials(options: "?durability=full&checkpoint_kb=48&sync_every=4", trials: 200, seed: 20_261_122, maxDelay: 180)
-        print("gdbm crash trials (durability=full, checkpoint_kb=48, sync_every=4): \(report)")
+        let report = try await trials(options: "?durability=full&checkpoint_kb=48&sync_every=4&sync_interval_ms=0", trials: 200, seed: 20_261_122, maxDelay: 180)
+        print("gdbm crash trials (durability=full, checkpoint_kb=48, sync_every=4, sync_interval_ms=0): \(report)")
         #expect(report.trials == 200)
         // Kills land uniformly from launch on, so some hit open/recovery and some hit commits;
         // how many of each depends on how fast the machine starts the helper.
@@ -20,8 +20,8 @@ import Testing
     }
 
     @Test func survivesKillNineWithDurabilityNormal() async throws {
-        let report = try await trials(options: "?durability=normal&checkpoint_kb=96&sync_every=16", trials: 20, seed: 7, maxDelay: 250)
-        print("gdbm crash trials (durability=normal, checkpoint_kb=96, sync_every=16): \(report)")
+        let report = try await trials(options: "?durability=normal&checkpoint_kb=96&sync_every=16&sync_interval_ms=0", trials: 20, seed: 7, maxDelay: 250)
+        print("gdbm crash trials (durability=normal, checkpoint_kb=96, sync_every=16, sync_interval_ms=0): \(report)")
         #expect(report.trials == 20)
     }
 

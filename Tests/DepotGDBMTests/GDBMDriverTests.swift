@@ -226,7 +226,7 @@ import Testing
         await expectCode(.invalidStore) { _ = try await registry.makeDriver("gdbm:") }
         _ = FileManager.default.createFile(atPath: dir.path + "/file", contents: Data("x".utf8))
         await expectCode(.invalidStore) { _ = try await registry.makeDriver("gdbm:" + dir.path + "/file") }
-        let driver = try await registry.makeDriver("gdbm:" + dir.path + "/s?durability=normal&lock_timeout_ms=100&checkpoint_kb=64&sync_every=8")
+        let driver = try await registry.makeDriver("gdbm:" + dir.path + "/s?durability=normal&lock_timeout_ms=100&checkpoint_kb=64&sync_every=8&sync_interval_ms=0")
         #expect(driver.backendName == "gdbm")
         try await driver.close()
         try await driver.close()
@@ -302,7 +302,7 @@ extension GDBMDriverTests {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let accounts = try CollectionName("accounts"), scratch = try CollectionName("scratch")
-        let driver = try await Self.open(dir, "?durability=normal&sync_every=7")
+        let driver = try await Self.open(dir, "?durability=normal&sync_every=7&sync_interval_ms=0")
         try await driver.write { tx in
             try tx.prepare(CollectionSchema(name: accounts, idKind: .int, indexes: [IndexDefinition(["owner"])]))
             for i in 1...10 { try tx.insert(Record(id: .int(Int64(i)), fields: ["balance": 100, "owner": .int(Int64(i % 3))]), into: accounts) }
