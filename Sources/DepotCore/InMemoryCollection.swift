@@ -50,6 +50,64 @@ public struct InMemoryCollection: Sendable {
         if case .int(let i) = record.id, i > lastAssignedID { lastAssignedID = i }
     }
 
+    // MARK: Reads and writes, as a driver transaction answers them
+
+    /// The record with `id`, if any.
+    public func get(_ id: RecordID) -> Record? {
+        records[id].map { Record(id: id, fields: $0) }
+    }
+
+    /// Calls `body` with each result of `query` (the shared evaluator) until it returns `false`.
+    public func forEach(_ query: Query, _ body: (Record) throws -> Bool) rethrows {
+        let results = QueryEvaluator.execute(query, over: records.lazy.map { Record(id: $0.key, fields: $0.value) })
+        for record in results where try !body(record) { break }
+    }
+
+    /// The number of records matching `filter`.
+    public func count(_ filter: Filter) -> Int {
+        if case .all = filter { return records.count }
+        return records.reduce(0) { $0 + (QueryEvaluator.matches(filter, Record(id: $1.key, fields: $1.value)) ? 1 : 0) }
+    }
+
+    /// Adds a record without top-level nulls. - Throws: `.alreadyExists`, `.uniqueViolation`; nothing changes then.
+    public mutating func insert(_ record: Record) throws {
+        guard records[record.id] == nil else {
+            throw DepotError(.alreadyExists, "A record with id \(record.id) exists.", collection: schema.name.rawValue, id: record.id)
+        }
+        try checkUnique(record)
+        put(record)
+    }
+
+    /// Adds `fields` under the next integer id (above every id the collection has held) and returns it.
+    /// - Throws: `.invalidValue` when no id is left, `.uniqueViolation`; nothing changes then.
+    public mutating func insertAssigningID(_ fields: [String: FieldValue]) throws -> RecordID {
+        let base = max(lastAssignedID, 0)
+        guard base < Int64.max else {
+            throw DepotError(.invalidValue, "No integer ids are left in '\(schema.name)'.", collection: schema.name.rawValue)
+        }
+        let record = Record(id: .int(base + 1), fields: fields).withoutNulls
+        try checkUnique(record)
+        put(record)
+        return record.id
+    }
+
+    /// Replaces an existing record. - Throws: `.notFound`, `.uniqueViolation`; nothing changes then.
+    public mutating func update(_ record: Record) throws {
+        guard records[record.id] != nil else {
+            throw DepotError(.notFound, "No record with id \(record.id).", collection: schema.name.rawValue, id: record.id)
+        }
+        try checkUnique(record)
+        put(record)
+    }
+
+    /// Inserts or replaces a record. - Throws: `.uniqueViolation`; nothing changes then.
+    public mutating func save(_ record: Record) throws -> WriteOutcome {
+        let outcome: WriteOutcome = records[record.id] == nil ? .inserted : .updated
+        try checkUnique(record)
+        put(record)
+        return outcome
+    }
+
     public mutating func remove(_ id: RecordID) -> Bool {
         guard let old = records.removeValue(forKey: id) else { return false }
         removeKeys(Record(id: id, fields: old))

@@ -41,23 +41,19 @@ final class JSONFileTransaction: WriteTransaction {
 
     func get(_ id: RecordID, from collection: CollectionName) throws -> Record? {
         try checkValid()
-        return state.collections[collection]?.records[id].map { Record(id: id, fields: $0) }
+        return state.collections[collection]?.get(id)
     }
 
     func forEach(_ query: Query, in collection: CollectionName, _ body: (Record) throws -> Bool) throws {
         try checkValid()
         try query.validate()
-        guard let records = state.collections[collection]?.records else { return }
-        let results = QueryEvaluator.execute(query, over: records.lazy.map { Record(id: $0.key, fields: $0.value) })
-        for record in results where try !body(record) { break }
+        try state.collections[collection]?.forEach(query, body)
     }
 
     func count(_ filter: Filter, in collection: CollectionName) throws -> Int {
         try checkValid()
         try filter.validate()
-        guard let records = state.collections[collection]?.records else { return 0 }
-        if case .all = filter { return records.count }
-        return records.reduce(0) { $0 + (QueryEvaluator.matches(filter, Record(id: $1.key, fields: $1.value)) ? 1 : 0) }
+        return state.collections[collection]?.count(filter) ?? 0
     }
 
     func explain(_ query: Query, in collection: CollectionName) throws -> QueryPlan {
@@ -128,49 +124,25 @@ final class JSONFileTransaction: WriteTransaction {
     func insert(_ record: Record, into collection: CollectionName) throws {
         let record = record.withoutNulls
         touched[collection, default: []].insert(record.id)
-        try modify(collection, kind: record.id.kind) { target in
-            guard target.records[record.id] == nil else {
-                throw DepotError(.alreadyExists, "A record with id \(record.id) exists.", collection: collection.rawValue, id: record.id)
-            }
-            try target.checkUnique(record)
-            target.put(record)
-        }
+        try modify(collection, kind: record.id.kind) { try $0.insert(record) }
     }
 
     func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID {
-        try modify(collection, kind: .int) { target in
-            // `lastAssignedID` is never below the highest id present: `put` and loading keep it so.
-            let base = max(target.lastAssignedID, 0)
-            guard base < Int64.max else { throw DepotError(.invalidValue, "No integer ids are left in '\(collection)'.", collection: collection.rawValue) }
-            let record = Record(id: .int(base + 1), fields: fields).withoutNulls
-            touched[collection, default: []].insert(record.id)
-            try target.checkUnique(record)
-            target.put(record)
-            return record.id
-        }
+        let id = try modify(collection, kind: .int) { try $0.insertAssigningID(fields) }
+        touched[collection, default: []].insert(id)
+        return id
     }
 
     func update(_ record: Record, in collection: CollectionName) throws {
         let record = record.withoutNulls
         touched[collection, default: []].insert(record.id)
-        try modify(collection, kind: record.id.kind) { target in
-            guard target.records[record.id] != nil else {
-                throw DepotError(.notFound, "No record with id \(record.id).", collection: collection.rawValue, id: record.id)
-            }
-            try target.checkUnique(record)
-            target.put(record)
-        }
+        try modify(collection, kind: record.id.kind) { try $0.update(record) }
     }
 
     func save(_ record: Record, into collection: CollectionName) throws -> WriteOutcome {
         let record = record.withoutNulls
         touched[collection, default: []].insert(record.id)
-        return try modify(collection, kind: record.id.kind) { target in
-            let outcome: WriteOutcome = target.records[record.id] == nil ? .inserted : .updated
-            try target.checkUnique(record)
-            target.put(record)
-            return outcome
-        }
+        return try modify(collection, kind: record.id.kind) { try $0.save(record) }
     }
 
     func delete(_ id: RecordID, from collection: CollectionName) throws -> Bool {

@@ -38,66 +38,67 @@ final class SQLiteTransaction: WriteTransaction {
         return catalog.collections[collection]?.schema
     }
 
-    func get(_ id: RecordID, from collection: CollectionName) throws -> Record? {
-        try checkValid()
-        guard let meta = catalog.collections[collection], id.kind == meta.idKind else { return nil }
-        var found: Record?
-        try connection.query(meta.getSQL, [Self.idValue(id)]) { row in
-            found = try Self.decode(row, meta)
-            return false
-        }
-        return found
-    }
-
-    func forEach(_ query: Query, in collection: CollectionName, _ body: (Record) throws -> Bool) throws {
+    /// Runs `query` on `collection` and calls `row` with each result row (shaped like
+    /// `meta.selectSQL`) until it returns `false`. A missing collection has no rows.
+    private func eachRow(_ query: Query, in collection: CollectionName, _ row: (Statement, CollectionMeta) throws -> Bool) throws {
         try checkValid()
         try query.validate()
         guard let meta = catalog.collections[collection] else { return }
         var translator = SQLiteQueryTranslator(meta: meta)
         let sql = translator.select(query)
+        try connection.query(sql, translator.parameters) { try row($0, meta) }
+    }
+
+    /// Calls `row` with the row of the record `id`, if there is one; returns its answer.
+    private func rowByID<T>(_ id: RecordID, in collection: CollectionName, _ row: (Statement, CollectionMeta) throws -> T) throws -> T? {
+        try checkValid()
+        guard let meta = catalog.collections[collection], id.kind == meta.idKind else { return nil }
+        var result: T?
+        try connection.query(meta.getSQL, [Self.idValue(id)]) { statement in
+            result = try row(statement, meta)
+            return false
+        }
+        return result
+    }
+
+    func get(_ id: RecordID, from collection: CollectionName) throws -> Record? {
+        try rowByID(id, in: collection) { row, meta in try Self.decode(row, meta) }
+    }
+
+    func forEach(_ query: Query, in collection: CollectionName, _ body: (Record) throws -> Bool) throws {
         if writable {
             // The results as of the call, as in every driver, even if `body` writes to the
             // same table while we iterate.
             var records: [Record] = []
-            try connection.query(sql, translator.parameters) { row in
+            try eachRow(query, in: collection) { row, meta in
                 records.append(try Self.decode(row, meta))
                 return true
             }
             for record in records where try !body(record) { break }
             return
         }
-        try connection.query(sql, translator.parameters) { row in
-            try body(try Self.decode(row, meta))
-        }
+        try eachRow(query, in: collection) { row, meta in try body(try Self.decode(row, meta)) }
     }
 
     func forEachFields(_ query: Query, in collection: CollectionName, _ body: (any FieldSource) throws -> Bool) throws {
         // A write transaction reads a snapshot of records first (see forEach).
         if writable { return try forEachRecordAsFields(query, in: collection, body) }
-        try checkValid()
-        try query.validate()
-        guard let meta = catalog.collections[collection] else { return }
-        var translator = SQLiteQueryTranslator(meta: meta)
-        let sql = translator.select(query)
-        let fields = SQLiteRowFields(meta: meta)
-        try connection.query(sql, translator.parameters) { row in
-            try fields.load(row)
-            return try body(fields)
+        var fields: SQLiteRowFields?
+        try eachRow(query, in: collection) { row, meta in
+            let source = fields ?? SQLiteRowFields(meta: meta)
+            fields = source
+            try source.load(row)
+            return try body(source)
         }
     }
 
     func withFields<T>(of id: RecordID, from collection: CollectionName, _ body: (any FieldSource) throws -> T) throws -> T? {
         if writable { return try getRecordAsFields(of: id, from: collection, body) }
-        try checkValid()
-        guard let meta = catalog.collections[collection], id.kind == meta.idKind else { return nil }
-        var result: T?
-        let fields = SQLiteRowFields(meta: meta)
-        try connection.query(meta.getSQL, [Self.idValue(id)]) { row in
+        return try rowByID(id, in: collection) { row, meta in
+            let fields = SQLiteRowFields(meta: meta)
             try fields.load(row)
-            result = try body(fields)
-            return false
+            return try body(fields)
         }
-        return result
     }
 
     func count(_ filter: Filter, in collection: CollectionName) throws -> Int {
