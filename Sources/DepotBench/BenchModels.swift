@@ -54,69 +54,33 @@ import CSQLite
 /// Performance): the same models written and read with prepared statements, binding and
 /// stepping by hand, in the same pragmas (WAL; synchronous FULL or NORMAL).
 public final class RawSQLiteModels {
-    private var db: OpaquePointer?
-    private var statements: [String: OpaquePointer] = [:]
-    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+    private let sqlite: RawSQLiteConnection
     private static let letters = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"]
 
     /// Opens (creating) the database at `path` and creates the two tables.
     /// - Throws: ``BenchError`` with SQLite's message.
     public init(path: String, durability: Durability) throws {
-        var handle: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
-        db = handle
-        try check(rc, "open")
-        try exec("PRAGMA journal_mode = WAL")
-        try exec("PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
-        try exec("CREATE TABLE IF NOT EXISTS integers(id INTEGER PRIMARY KEY, \(RawSQLiteModels.letters.map { "\($0) INTEGER" }.joined(separator: ", ")))")
-        try exec("CREATE TABLE IF NOT EXISTS kilobytes(id INTEGER PRIMARY KEY, \(YCSB.fieldNames.map { "\($0) TEXT" }.joined(separator: ", ")))")
-    }
-
-    deinit { close() }
-
-    private func check(_ rc: Int32, _ what: String) throws {
-        guard rc == SQLITE_OK || rc == SQLITE_DONE || rc == SQLITE_ROW else {
-            throw BenchError("sqlite raw: \(what) failed (\(rc)): \(db.map { String(cString: sqlite3_errmsg($0)) } ?? "")")
-        }
-    }
-
-    private func exec(_ sql: String) throws { try check(sqlite3_exec(db, sql, nil, nil, nil), sql) }
-
-    private func statement(_ sql: String) throws -> OpaquePointer {
-        if let cached = statements[sql] {
-            sqlite3_reset(cached)
-            return cached
-        }
-        var stmt: OpaquePointer?
-        try check(sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil), "prepare")
-        guard let stmt else { throw BenchError("sqlite raw: empty statement") }
-        statements[sql] = stmt
-        return stmt
+        sqlite = try RawSQLiteConnection(path: path, durability: durability)
+        try sqlite.exec("CREATE TABLE IF NOT EXISTS integers(id INTEGER PRIMARY KEY, \(RawSQLiteModels.letters.map { "\($0) INTEGER" }.joined(separator: ", ")))")
+        try sqlite.exec("CREATE TABLE IF NOT EXISTS kilobytes(id INTEGER PRIMARY KEY, \(YCSB.fieldNames.map { "\($0) TEXT" }.joined(separator: ", ")))")
     }
 
     private func insertInteger(_ row: IntegerRecord) throws {
-        let stmt = try statement("INSERT INTO integers(id, a, b, c, d, e, f, g, h, i, j) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        let stmt = try sqlite.statement("INSERT INTO integers(id, a, b, c, d, e, f, g, h, i, j) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
         sqlite3_bind_int64(stmt, 1, row.id)
         for (k, v) in row.values.enumerated() { sqlite3_bind_int64(stmt, Int32(k + 2), v) }
-        try check(sqlite3_step(stmt), "insert")
+        try sqlite.check(sqlite3_step(stmt), "insert")
     }
 
     /// Inserts `rows` in one transaction.
     /// - Throws: ``BenchError``.
     public func insertIntegers(_ rows: [IntegerRecord]) throws {
-        try exec("BEGIN")
-        do {
-            for row in rows { try insertInteger(row) }
-            try exec("COMMIT")
-        } catch {
-            try? exec("ROLLBACK")
-            throw error
-        }
+        try sqlite.inTransaction { for row in rows { try insertInteger(row) } }
     }
 
     /// Deletes every integer row.
     /// - Throws: ``BenchError``.
-    public func deleteIntegers() throws { try exec("DELETE FROM integers") }
+    public func deleteIntegers() throws { try sqlite.exec("DELETE FROM integers") }
 
     /// Inserts one row in its own (implicit, durable per `synchronous`) transaction.
     /// - Throws: ``BenchError``.
@@ -125,12 +89,12 @@ public final class RawSQLiteModels {
     /// Reads every integer row into models, in id order.
     /// - Throws: ``BenchError``.
     public func fetchIntegers() throws -> [IntegerRecord] {
-        let stmt = try statement("SELECT id, a, b, c, d, e, f, g, h, i, j FROM integers ORDER BY id")
+        let stmt = try sqlite.statement("SELECT id, a, b, c, d, e, f, g, h, i, j FROM integers ORDER BY id")
         var rows: [IntegerRecord] = []
         while true {
             let rc = sqlite3_step(stmt)
             if rc == SQLITE_DONE { break }
-            try check(rc, "select")
+            try sqlite.check(rc, "select")
             rows.append(IntegerRecord(id: sqlite3_column_int64(stmt, 0), values: (1...10).map { sqlite3_column_int64(stmt, Int32($0)) }))
         }
         return rows
@@ -139,42 +103,29 @@ public final class RawSQLiteModels {
     /// Inserts `rows` in one transaction.
     /// - Throws: ``BenchError``.
     public func insertKilobytes(_ rows: [KilobyteRecord]) throws {
-        try exec("BEGIN")
-        do {
-            let stmt = try statement("INSERT INTO kilobytes(id, \(YCSB.fieldNames.joined(separator: ", "))) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        try sqlite.inTransaction {
+            let stmt = try sqlite.statement("INSERT INTO kilobytes(id, \(YCSB.fieldNames.joined(separator: ", "))) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
             for row in rows {
                 sqlite3_reset(stmt)
                 sqlite3_bind_int64(stmt, 1, row.id)
-                for (k, v) in row.values.enumerated() { sqlite3_bind_text(stmt, Int32(k + 2), v, -1, RawSQLiteModels.transient) }
-                try check(sqlite3_step(stmt), "insert")
+                for (k, v) in row.values.enumerated() { sqlite3_bind_text(stmt, Int32(k + 2), v, -1, RawSQLiteConnection.transient) }
+                try sqlite.check(sqlite3_step(stmt), "insert")
             }
-            try exec("COMMIT")
-        } catch {
-            try? exec("ROLLBACK")
-            throw error
         }
     }
 
     /// Reads the kilobyte row with `id` into a model (an implicit read transaction).
     /// - Throws: ``BenchError``.
     public func kilobyte(id: Int64) throws -> KilobyteRecord? {
-        let stmt = try statement("SELECT \(YCSB.fieldNames.joined(separator: ", ")) FROM kilobytes WHERE id = ?")
+        let stmt = try sqlite.statement("SELECT \(YCSB.fieldNames.joined(separator: ", ")) FROM kilobytes WHERE id = ?")
         sqlite3_bind_int64(stmt, 1, id)
         guard sqlite3_step(stmt) == SQLITE_ROW else { return nil }
-        let values = (0..<10).map { column -> String in
-            guard let pointer = sqlite3_column_text(stmt, Int32(column)) else { return "" }
-            return String(decoding: UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(stmt, Int32(column)))), as: UTF8.self)
-        }
+        let values = (0..<10).map { RawSQLiteConnection.text(stmt, Int32($0)) }
         sqlite3_reset(stmt)
         return KilobyteRecord(id: id, values: values)
     }
 
     /// Finalizes the statements and closes the connection. Closing twice is harmless.
-    public func close() {
-        for stmt in statements.values { sqlite3_finalize(stmt) }
-        statements = [:]
-        if let db { sqlite3_close_v2(db) }
-        db = nil
-    }
+    public func close() { sqlite.close() }
 }
 #endif
