@@ -188,12 +188,22 @@ enum Scalar {
     }
 }
 
-struct KeyedFieldDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
+/// A class, not a struct: `KeyedDecodingContainer` boxes its container and the box's
+/// unspecialized methods copy a struct container on every field (a value-witness copy
+/// retaining each reference it holds); a class reference costs one retain.
+final class KeyedFieldDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let members: [String: FieldValue]
     let codingPath: [any CodingKey]
-    var id: FieldValue? = nil
+    let id: FieldValue?
     /// A record read in place; when set, fields come from it and `members` is unused.
-    var source: (any FieldSource)? = nil
+    let source: (any FieldSource)?
+
+    init(members: [String: FieldValue], codingPath: [any CodingKey], id: FieldValue? = nil, source: (any FieldSource)? = nil) {
+        self.members = members
+        self.codingPath = codingPath
+        self.id = id
+        self.source = source
+    }
 
     var allKeys: [Key] {
         let names = source.map { (try? $0.fieldNames()) ?? [] } ?? Array(members.keys)

@@ -57,6 +57,44 @@ public struct RecordEncoder: Sendable {
         if fields.values.contains(where: \.isNull) { fields = fields.filter { !$0.value.isNull } }
         return (id, fields)
     }
+
+    /// Encodes a model's top-level fields straight into `sink`, one ``FieldSink/set(_:forField:)``
+    /// per field in the order the model encodes them, and returns its id (`nil` when absent
+    /// or null): the same id and fields as ``encodeRecord(_:)``, without building the
+    /// dictionary. The `id` key is not handed to the sink; a top-level null is (as `.null`,
+    /// meaning absent). Nested arrays and objects arrive whole.
+    /// - Throws: ``DepotError`` `.encoding` or `.invalidValue` as ``encodeRecord(_:)`` does,
+    ///   and whatever the sink throws.
+    public func encodeRecord<T: Encodable>(_ value: T, into sink: any FieldSink) throws -> RecordID? {
+        do {
+            let storage = EncodingStorage()
+            storage.sink = sink
+            try value.encode(to: FieldEncoder(codingPath: [], storage: storage))
+            func notAnObject() -> DepotError { DepotError(.encoding, "\(T.self) does not encode as an object with fields, so it cannot be a record.") }
+            switch storage.shape {
+            case .empty, .object:
+                for (key, child) in storage.pendingMembers { try storage.setMember(try child.finish(), key) }
+            case .value:
+                // A model that encodes itself through a single-value container holding an object.
+                guard case .object(let members) = storage.value else { throw notAnObject() }
+                for (key, member) in members { try storage.setMember(member, key) }
+            case .array:
+                throw notAnObject()
+            }
+            switch storage.sinkID {
+            case .null: return nil
+            case let idValue:
+                guard let parsed = RecordID(idValue) else {
+                    throw DepotError(.encoding, "The id of \(T.self) must encode as an integer or a string.")
+                }
+                return parsed
+            }
+        } catch let error as DepotError {
+            throw error
+        } catch {
+            throw DepotError(.encoding, "Could not encode \(T.self): \(error)", cause: error)
+        }
+    }
 }
 
 func encodeValue<T: Encodable>(_ value: T, codingPath: [any CodingKey]) throws -> FieldValue {
@@ -86,20 +124,39 @@ func encodeValue<T: Encodable>(_ value: T, codingPath: [any CodingKey]) throws -
 }
 
 /// Storage of one encoder level: a value, an object being built, or an array being built.
-/// A class with plain stored properties, so every write mutates in place.
+/// A class with plain stored properties, so every write mutates in place. One encode call
+/// uses it on one thread, and no access to a property overlaps another (values are computed
+/// before they are stored), so the dynamic exclusivity checks are turned off.
 final class EncodingStorage {
     enum Shape { case empty, value, object, array }
-    var shape: Shape = .empty
-    var value: FieldValue = .null
-    var members: [String: FieldValue] = [:]
-    var items: [FieldValue] = []
-    var pendingMembers: [String: EncodingStorage] = [:]
-    var pendingItems: [Int: EncodingStorage] = [:]
+    @exclusivity(unchecked) var shape: Shape = .empty
+    @exclusivity(unchecked) var value: FieldValue = .null
+    @exclusivity(unchecked) var members: [String: FieldValue] = [:]
+    @exclusivity(unchecked) var items: [FieldValue] = []
+    @exclusivity(unchecked) var pendingMembers: [String: EncodingStorage] = [:]
+    @exclusivity(unchecked) var pendingItems: [Int: EncodingStorage] = [:]
+    /// Set on a record's top level only: members go to the sink as they are encoded, except
+    /// `id`, kept in ``sinkID``.
+    @exclusivity(unchecked) var sink: (any FieldSink)?
+    @exclusivity(unchecked) var sinkID: FieldValue = .null
+
+    /// Sets member `key` of an object.
+    @inline(__always) func setMember(_ value: FieldValue, _ key: String) throws {
+        guard let sink else {
+            members[key] = value
+            return
+        }
+        if key == "id" {
+            sinkID = value
+        } else {
+            try sink.set(value, forField: key)
+        }
+    }
 
     func becomeObject(capacity: Int) {
         guard shape != .object else { return }
         shape = .object
-        members.reserveCapacity(capacity)
+        if capacity > 0 && sink == nil { members.reserveCapacity(capacity) }
     }
 
     func becomeArray() {
@@ -169,24 +226,24 @@ struct KeyedFieldEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let storage: EncodingStorage
     let codingPath: [any CodingKey]
 
-    @inline(__always) private func set(_ value: FieldValue, _ key: Key) { storage.members[key.stringValue] = value }
+    @inline(__always) private func set(_ value: FieldValue, _ key: Key) throws { try storage.setMember(value, key.stringValue) }
 
-    mutating func encodeNil(forKey key: Key) throws { set(.null, key) }
-    mutating func encode(_ value: Bool, forKey key: Key) throws { set(.bool(value), key) }
-    mutating func encode(_ value: String, forKey key: Key) throws { set(.string(value), key) }
-    mutating func encode(_ value: Double, forKey key: Key) throws { set(try checkedDouble(value, codingPath + [key]), key) }
-    mutating func encode(_ value: Float, forKey key: Key) throws { set(try checkedDouble(Double(value), codingPath + [key]), key) }
-    mutating func encode(_ value: Int, forKey key: Key) throws { set(.int(Int64(value)), key) }
-    mutating func encode(_ value: Int8, forKey key: Key) throws { set(.int(Int64(value)), key) }
-    mutating func encode(_ value: Int16, forKey key: Key) throws { set(.int(Int64(value)), key) }
-    mutating func encode(_ value: Int32, forKey key: Key) throws { set(.int(Int64(value)), key) }
-    mutating func encode(_ value: Int64, forKey key: Key) throws { set(.int(value), key) }
-    mutating func encode(_ value: UInt, forKey key: Key) throws { set(try checkedInt(value, codingPath + [key]), key) }
-    mutating func encode(_ value: UInt8, forKey key: Key) throws { set(.int(Int64(value)), key) }
-    mutating func encode(_ value: UInt16, forKey key: Key) throws { set(.int(Int64(value)), key) }
-    mutating func encode(_ value: UInt32, forKey key: Key) throws { set(.int(Int64(value)), key) }
-    mutating func encode(_ value: UInt64, forKey key: Key) throws { set(try checkedInt(value, codingPath + [key]), key) }
-    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws { set(try encodeValue(value, codingPath: codingPath + [key]), key) }
+    mutating func encodeNil(forKey key: Key) throws { try set(.null, key) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { try set(.bool(value), key) }
+    mutating func encode(_ value: String, forKey key: Key) throws { try set(.string(value), key) }
+    mutating func encode(_ value: Double, forKey key: Key) throws { try set(try checkedDouble(value, codingPath + [key]), key) }
+    mutating func encode(_ value: Float, forKey key: Key) throws { try set(try checkedDouble(Double(value), codingPath + [key]), key) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { try set(.int(Int64(value)), key) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { try set(.int(Int64(value)), key) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { try set(.int(Int64(value)), key) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { try set(.int(Int64(value)), key) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { try set(.int(value), key) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { try set(try checkedInt(value, codingPath + [key]), key) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { try set(.int(Int64(value)), key) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws { try set(.int(Int64(value)), key) }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws { try set(.int(Int64(value)), key) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { try set(try checkedInt(value, codingPath + [key]), key) }
+    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws { try set(try encodeValue(value, codingPath: codingPath + [key]), key) }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
         let child = EncodingStorage()

@@ -146,6 +146,16 @@ public protocol WriteTransaction: ReadTransaction {
     /// Deletes every record matching `filter`; returns how many.
     @discardableResult
     func delete(matching filter: Filter, from collection: CollectionName) throws -> Int
+
+    /// Inserts, updates or saves (as `mode` says) the one record whose fields `encode` hands
+    /// to a ``FieldSink`` and whose id it returns: the same result and errors as the record
+    /// method of that mode, without building the ``Record`` when the driver can place fields
+    /// as they come. The default collects them in a dictionary (``writeRecord(_:into:_:)``).
+    /// `encode` is called exactly once.
+    /// - Throws: what `encode` throws, and the errors of ``insert(_:into:)``,
+    ///   ``update(_:in:)`` or ``save(_:into:)``.
+    @discardableResult
+    func write(_ mode: RecordWriteMode, into collection: CollectionName, _ encode: (any FieldSink) throws -> RecordID) throws -> WriteOutcome
 }
 
 /// What a save did.

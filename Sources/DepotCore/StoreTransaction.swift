@@ -74,6 +74,8 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     var touchedAttachments = false
     var preparedModels: Set<String> = []
     var isValid = true
+    /// The sink that validated the last model written, kept for the next one.
+    var validatingSink: ValidatingFieldSink?
 
     init(_ base: any WriteTransaction, store: Store, attached: Set<String>) {
         self.writer = base
@@ -136,6 +138,51 @@ public final class StoreWriteTransaction: StoreReadTransaction {
         let record = try prepared(record, collection)
         let outcome = try writer.save(record, into: collection)
         try note(outcome == .inserted ? .inserted : .updated, record.id, collection, fields: record.fields)
+        return outcome
+    }
+
+    /// Inserts, updates or saves `model` (which has an id) by encoding its fields straight
+    /// into the driver's ``FieldSink``: the same checks, change events and outbox entries as
+    /// the record methods. A collection attached to a remote takes the record path, since its
+    /// outbox entry holds the fields.
+    /// - Throws: `.invalidValue` when the model has no id, the encoder's errors, and those of
+    ///   the record method of `mode`.
+    @discardableResult
+    func write<M: Model>(_ model: M, _ mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
+        guard isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
+        if !attached.isEmpty, attached.contains(collection.rawValue) {
+            let record = try model.record()
+            switch mode {
+            case .insert:
+                try insert(record, into: collection)
+                return .inserted
+            case .update:
+                try update(record, in: collection)
+                return .updated
+            case .save:
+                return try save(record, into: collection)
+            }
+        }
+        let validator: ValidatingFieldSink
+        if let cached = validatingSink, cached.collection == collection.rawValue {
+            validator = cached
+        } else {
+            validator = ValidatingFieldSink(collection: collection.rawValue)
+            validatingSink = validator
+        }
+        var written: RecordID?
+        let outcome = try writer.write(mode, into: collection) { sink in
+            validator.start(sink)
+            defer { validator.finish() }
+            guard let id = try RecordEncoder().encodeRecord(model, into: validator) else {
+                throw DepotError(.invalidValue, "\(M.self) has no id; insert it to have the store assign one.", collection: collection.rawValue)
+            }
+            try id.validate(collection: collection.rawValue)
+            written = id
+            return id
+        }
+        guard let written else { throw DepotError(.internal, "The driver did not encode the record.", collection: collection.rawValue) }
+        try note(outcome == .inserted ? .inserted : .updated, written, collection, fields: nil)
         return outcome
     }
 
@@ -205,5 +252,52 @@ public final class StoreWriteTransaction: StoreReadTransaction {
             preparedModels.insert(key)
         }
         return TransactionRepository(transaction: self, collection: try M.collection())
+    }
+}
+
+/// Checks each field on its way to a driver's ``FieldSink``, as ``Record/validate(collection:)``
+/// checks a record: a valid field name, no NaN, no nesting deeper than
+/// ``FieldValue/maximumDepth``.
+///
+/// A model sends the same names in the same order every time, so the names of the first
+/// record are remembered and later records compare each name with one string comparison
+/// instead of validating it again.
+///
+/// Used by one transaction's thread and never re-entrantly (the target sink does not call
+/// back), so the dynamic exclusivity checks of its stored properties are turned off.
+final class ValidatingFieldSink: FieldSink {
+    let collection: String
+    @exclusivity(unchecked) private var target: (any FieldSink)?
+    @exclusivity(unchecked) private var known: [String] = []
+    @exclusivity(unchecked) private var cursor = 0
+
+    init(collection: String) { self.collection = collection }
+
+    func start(_ target: any FieldSink) {
+        self.target = target
+        cursor = 0
+    }
+
+    func finish() { target = nil }
+
+    func set(_ value: FieldValue, forField name: String) throws {
+        guard let target else { throw DepotError(.closed, "A field sink was used outside its write.", collection: collection) }
+        // A null is an absent field: like Record.withoutNulls before validation, it is not checked.
+        if value.isNull { return try target.set(value, forField: name) }
+        if cursor < known.count && known[cursor] == name {
+            cursor += 1
+        } else {
+            try FieldName.validate(name, collection: collection)
+            if cursor == known.count && known.count < 1024 {
+                known.append(name)
+                cursor += 1
+            }
+        }
+        switch value {
+        case .double(let d) where d.isNaN: try value.validate(field: name)
+        case .array, .object: try value.validate(field: name)
+        default: break
+        }
+        try target.set(value, forField: name)
     }
 }

@@ -42,6 +42,10 @@ public struct TransactionRepository<M: Model> {
     /// - Throws: `.alreadyExists`, `.uniqueViolation`, `.invalidValue`.
     @discardableResult
     public func insert(_ model: M) throws -> M {
+        if model.id.recordID != nil {
+            try writer.write(model, .insert, into: collection)
+            return model
+        }
         let (id, fields) = try RecordEncoder().encodeRecord(model)
         if let id {
             try writer.insert(Record(id: id, fields: fields), into: collection)
@@ -56,7 +60,7 @@ public struct TransactionRepository<M: Model> {
 
     /// Replaces an existing model. - Throws: `.notFound`, `.uniqueViolation`.
     public func update(_ model: M) throws {
-        try writer.update(try model.record(), in: collection)
+        try writer.write(model, .update, into: collection)
     }
 
     /// Inserts or replaces. A model without an id is inserted under an assigned id.
@@ -66,7 +70,7 @@ public struct TransactionRepository<M: Model> {
             try insert(model)
             return .inserted
         }
-        return try writer.save(try model.record(), into: collection)
+        return try writer.write(model, .save, into: collection)
     }
 
     /// Saves, keyed by the unique constraint named `constraint`: replaces the record with the

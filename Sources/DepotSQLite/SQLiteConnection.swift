@@ -133,9 +133,15 @@ final class SQLiteConnection {
     /// Runs a statement that returns no rows; returns the number of rows it changed.
     @discardableResult
     func run(_ sql: String, _ parameters: [SQLValue] = []) throws -> Int {
+        try run(sql) { try $0.bind(parameters) }
+    }
+
+    /// Runs a statement whose parameters `bind` sets; returns the number of changed rows.
+    @discardableResult
+    func run(_ sql: String, binding bind: (Statement) throws -> Void) throws -> Int {
         let statement = try self.statement(sql)
         defer { statement.finish() }
-        try statement.bind(parameters)
+        try bind(statement)
         while try statement.step() {}
         return Int(sqlite3_changes64(db))
     }

@@ -10,6 +10,8 @@ final class SQLiteTransaction: WriteTransaction {
     var isValid = true
     /// `true` once this transaction changed the catalog (the driver publishes it on commit).
     private(set) var catalogChanged = false
+    /// The sink of the last model written, kept for the next record of the same collection.
+    private var fieldSink: SQLiteFieldSink?
 
     init(connection: SQLiteConnection, catalog: Catalog, writable: Bool) {
         self.connection = connection
@@ -335,6 +337,56 @@ final class SQLiteTransaction: WriteTransaction {
         return .int(connection.lastInsertRowID)
     }
 
+    /// Inserts, updates or saves one record whose fields are bound to the statement as they
+    /// are encoded (``SQLiteFieldSink``). The record path takes over when the collection does
+    /// not exist yet, when a field has no column yet, or when the id is of the wrong kind.
+    func write(_ mode: RecordWriteMode, into collection: CollectionName, _ encode: (any FieldSink) throws -> RecordID) throws -> WriteOutcome {
+        try checkWritable()
+        guard let meta = catalog.collections[collection] else { return try writeRecord(mode, into: collection, encode) }
+        let sink: SQLiteFieldSink
+        if let cached = fieldSink, cached.meta === meta {
+            sink = cached
+        } else {
+            sink = SQLiteFieldSink(meta: meta)
+            fieldSink = sink
+        }
+        sink.reset()
+        let id = try encode(sink)
+        guard sink.extra.isEmpty, id.kind == meta.idKind else {
+            let record = sink.record(id: id)
+            switch mode {
+            case .insert:
+                try insert(record, into: collection)
+                return .inserted
+            case .update:
+                try update(record, in: collection)
+                return .updated
+            case .save:
+                return try save(record, into: collection)
+            }
+        }
+        let idValue = Self.idValue(id)
+        let outcome: WriteOutcome
+        switch mode {
+        case .insert:
+            // As in insert(_:into:): string ids are checked first, integer ids by the rowid.
+            if meta.idKind == .string, try exists(idValue, meta) {
+                throw DepotError(.alreadyExists, "A record with id \(id) exists.", collection: collection.rawValue, id: id)
+            }
+            outcome = .inserted
+        case .update:
+            guard try exists(idValue, meta) else {
+                throw DepotError(.notFound, "No record with id \(id).", collection: collection.rawValue, id: id)
+            }
+            outcome = .updated
+        case .save:
+            outcome = try exists(idValue, meta) ? .updated : .inserted
+        }
+        let idFirst = outcome == .inserted
+        try runWrite(idFirst ? meta.insertSQL : meta.updateSQL, meta, id: id) { try sink.bind($0, id: idValue, idFirst: idFirst) }
+        return outcome
+    }
+
     func update(_ record: Record, in collection: CollectionName) throws {
         let record = record.withoutNulls
         try checkWritable()
@@ -389,8 +441,14 @@ final class SQLiteTransaction: WriteTransaction {
 
     /// Runs an INSERT or UPDATE, naming the unique constraint a violation broke.
     private func runWrite(_ sql: String, _ parameters: [SQLValue], _ meta: CollectionMeta, id: RecordID?) throws {
+        try runWrite(sql, meta, id: id) { try $0.bind(parameters) }
+    }
+
+    /// Runs an INSERT or UPDATE whose parameters `bind` sets, naming the unique constraint a
+    /// violation broke.
+    private func runWrite(_ sql: String, _ meta: CollectionMeta, id: RecordID?, binding bind: (Statement) throws -> Void) throws {
         do {
-            try connection.run(sql, parameters)
+            try connection.run(sql, binding: bind)
         } catch let error as DepotError where error.code == .uniqueViolation {
             let message = (error.cause as? SQLiteResult)?.message ?? ""
             let constraint = SQLiteErrorMapping.indexName(inUniqueMessage: message).flatMap { meta.constraintName(forSQLIndex: $0) }
