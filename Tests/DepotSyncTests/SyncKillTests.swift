@@ -107,12 +107,10 @@ struct SyncKillTests {
         #expect(committed == 2 * Int(perClient), "seed \(seed): every write was committed")
         // What the app saw along the way: its own records exactly as it wrote them (no
         // duplicate, no resurrection, no missing or changed record), checked before each write.
-        // Known, rare (2 of 50 seeds of 1,000 writes): a task the user deleted can come back
-        // locally after kills; the end state still converges. See Docs/Sync.md, "Tests".
+        // (It once found a deleted task coming back locally after kills: see Docs/Sync.md,
+        // "Tests", and the regression test in SyncEndToEndTests.)
         let anomalies = clients.flatMap(\.anomalies)
-        withKnownIssue("a deleted task can come back locally after kills (rare, under investigation)", isIntermittent: true) {
-            #expect(anomalies.isEmpty, "seed \(seed): the clients saw their own records wrong: \(anomalies)")
-        }
+        #expect(anomalies.isEmpty, "seed \(seed): the clients saw their own records wrong: \(anomalies)")
         let inFlight = clients.reduce(0) { $0 + ($1.counters["killsWithRequestInFlight"] ?? 0) }
         #expect(inFlight > 0, "seed \(seed): some kills landed while a request was in flight")
 
