@@ -189,6 +189,14 @@ enum SyncLocal {
         if let local = try tx.get(from, from: collection) {
             try tx.delete(from, from: collection)
             try tx.save(Record(id: to, fields: local.fields), into: collection)
+        } else if case .int = to, try tx.get(to, from: collection) == nil {
+            // The record was deleted locally before its POST was answered: its outbox entries
+            // and sync state move to `to`, but no local record does. Reserve `to` in the local
+            // id sequence anyway (a placeholder saved and deleted), so no later local record
+            // (a new insert, or a record moved aside by `displace`) is given this id and mixed
+            // up with this record's pending DELETE and sync state.
+            try tx.save(Record(id: to, fields: [:]), into: collection)
+            try tx.delete(to, from: collection)
         }
         try moveBookkeeping(tx, name, from: from, to: to)
         return displaced
@@ -197,12 +205,29 @@ enum SyncLocal {
     /// Moves the local record at `id` (if any) and its outbox entries and sync state to a
     /// fresh local id, which it returns: used when `id` turns out to be another record's on
     /// the server.
+    ///
+    /// The fresh id comes from the store's id sequence, but is skipped while the sync still
+    /// tracks it (outbox entries or sync state under it, with no local record: a server id
+    /// of a record deleted locally, or a server tombstone): moving this record's bookkeeping
+    /// there would overwrite that record's sync state and mix their entries — its pending
+    /// DELETE would then be dropped unsent, and the server's copy pulled back in.
     static func displace(_ tx: any WriteTransaction, _ collection: CollectionName, _ id: RecordID) throws -> RecordID {
+        let name = collection.rawValue
         let occupant = try tx.get(id, from: collection)
-        let fresh = try tx.insert(fields: occupant?.fields ?? [:], into: collection)
+        var fresh = try tx.insert(fields: occupant?.fields ?? [:], into: collection)
+        while try isTracked(tx, name, fresh) {
+            try tx.delete(fresh, from: collection)
+            fresh = try tx.insert(fields: occupant?.fields ?? [:], into: collection)
+        }
         if occupant == nil { try tx.delete(fresh, from: collection) } else { try tx.delete(id, from: collection) }
-        try moveBookkeeping(tx, collection.rawValue, from: id, to: fresh)
+        try moveBookkeeping(tx, name, from: id, to: fresh)
         return fresh
+    }
+
+    /// `true` when the sync keeps outbox entries or sync state under `id`.
+    static func isTracked(_ tx: any ReadTransaction, _ collection: String, _ id: RecordID) throws -> Bool {
+        if try tx.get(.string(WireCollections.recordKey(collection, id)), from: WireCollections.syncRecords) != nil { return true }
+        return try !pendingEntries(tx, collection, id).isEmpty
     }
 
     static func moveBookkeeping(_ tx: any WriteTransaction, _ name: String, from: RecordID, to: RecordID) throws {

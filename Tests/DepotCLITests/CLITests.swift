@@ -290,6 +290,20 @@ struct CLITests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
     }
 
+    @Test("bench-sync pulls and pushes everything over loopback, prints its figures and settings, and leaves nothing behind")
+    func benchSync() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let run = try await CLI.run(["bench-sync", "--records", "120", "--entries", "15", "--page-size", "50", "--rounds", "1"], environment: ["TMPDIR": directory.path])
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stdout.contains("records/s") && run.stdout.contains("entries/s"), "\(run)")
+        #expect(run.stdout.contains("records=120 entries=15 pageSize=50 durability=normal"), "\(run)")
+        #expect(run.stdout.contains("4 requests per pull") && run.stdout.contains("15 requests per push"), "\(run)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
+        let bad = try await CLI.run(["bench-sync", "--durability", "sometimes"])
+        #expect(bad.status == 2, "\(bad)")
+    }
+
     @Test("info shows driver, collections, constraints and the outbox")
     func info() async throws {
         let run = try await CLI.run(["info", "memory:"])

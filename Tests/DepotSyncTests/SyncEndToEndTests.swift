@@ -138,6 +138,47 @@ struct SyncEndToEndTests {
         }
     }
 
+    @Test("a task deleted before its POST was answered stays deleted when a fresh local id lands on its server id")
+    func freshLocalIDNeverTakesATrackedServerID() async throws {
+        // Found by SyncKillTests (`ANOMALY resurrected`). The server's next id is 11; the
+        // client's local ids run 1...10. The task X (local 1) is deleted before its POST is
+        // answered: the POST gives it server id 11 and its DELETE waits (DELETEs fail here)
+        // under id 11 — an id the client holds only in its outbox and sync state, never as a
+        // local record. A pull then moves local records aside from server ids 2...10; the
+        // first fresh local id must not be 11, or X's sync state is overwritten (its DELETE
+        // would be dropped unsent) and the pulled X comes back locally.
+        let failDeletes = Mutex(true)
+        let inner = URLSessionTransport(timeout: 10)
+        let transport = ScriptedTransport { request in
+            if request.method == "DELETE", failDeletes.withLock({ $0 }) { throw DepotError(.remote, "DELETE dropped") }
+            return try await inner.send(request)
+        }
+        try await withSyncServer { _, serverDriver, url in
+            try await serverDriver.write { tx in
+                for i in 1...10 { try tx.insert(Record(id: .int(Int64(i)), fields: ["tag": .string("server-\(i)")]), into: tasks) }
+            }
+            let (a, aStore) = try await client(url, transport: transport, assignment: .server, collection: tasks)
+            let x = try await LocalWrites.insert(aStore, tasks, ["tag": "X"])
+            try await LocalWrites.delete(aStore, tasks, x)
+            for i in 2...10 { _ = try await LocalWrites.insert(aStore, tasks, ["tag": .string("local-\(i)")]) }
+            let pushed = try await a.push(tasks)
+            #expect(pushed.pushed == 1 && !pushed.succeeded)  // X's POST went (server id 11), its DELETE did not
+            let pulled = try await a.pull(tasks)
+            #expect(pulled.failures.isEmpty)
+            let tags = try await LocalWrites.all(aStore, tasks).compactMap { $0["tag"].stringValue }
+            #expect(!tags.contains("X"), "the deleted task came back locally: \(tags.sorted())")
+            failDeletes.withLock { $0 = false }
+            let report = try await a.sync(tasks)
+            #expect(report.succeeded)
+            let serverTags = try await LocalWrites.all(serverDriver, tasks).compactMap { $0["tag"].stringValue }
+            #expect(!serverTags.contains("X"), "the deleted task is still on the server")
+            #expect(serverTags.count == 19)  // 10 server records, 9 local ones pushed
+            let localTags = try await LocalWrites.all(aStore, tasks).compactMap { $0["tag"].stringValue }
+            #expect(localTags.sorted() == serverTags.sorted())
+            #expect(try await LocalWrites.outboxCount(aStore) == 0)
+        }
+    }
+
     @Test("a local edit is never silently overwritten: server wins, client wins, last writer wins, merge")
     func conflicts() async throws {
         try await withSyncServer { _, serverDriver, url in

@@ -1,0 +1,163 @@
+import ArgumentParser
+import Depot
+import DepotServer
+import Foundation
+import Synchronization
+
+/// `depot bench-sync`: the sync benchmark of Docs/Sync.md — a pull of N records from a
+/// DepotServer on loopback into a fresh local store, and a push of M outbox entries.
+///
+/// Everything runs in this process: a DepotServer on 127.0.0.1 (an ephemeral port) over a
+/// temporary SQLite store, and for each round a fresh temporary SQLite store on the client
+/// side with a ``SyncCoordinator`` over the default URLSession transport. The temporary
+/// directory is removed at the end.
+struct BenchSyncCommand: DepotSubcommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench-sync",
+        abstract: "Benchmark sync over loopback: pull N records from a DepotServer, push M outbox entries.",
+        usage: "depot bench-sync [--records N] [--entries N] [--page-size N] [--rounds N] [--durability full|normal]",
+        discussion: """
+            Starts a DepotServer on 127.0.0.1 (ephemeral port) over a temporary SQLite store \
+            holding --records records, then per round: pulls them all into a new SQLite store \
+            (records/s), and pushes --entries outbox entries written to another new store \
+            (entries/s). Prints each round, the median, the requests made and the settings. \
+            Not a test: it checks only that everything arrived. See Docs/Sync.md.
+
+            Example:
+              depot bench-sync --records 10000 --entries 1000
+            """
+    )
+
+    @Option(help: "Records on the server, pulled each round.")
+    var records = 10_000
+
+    @Option(help: "Outbox entries pushed each round.")
+    var entries = 1_000
+
+    @Option(help: "Records per page of the pull.")
+    var pageSize = 1_000
+
+    @Option(help: "Rounds (the median is reported).")
+    var rounds = 3
+
+    @Option(help: ArgumentHelp("full or normal, for the server's and the clients' SQLite stores.", valueName: "full|normal"))
+    var durability = "normal"
+
+    @OptionGroup var global: GlobalOptions
+
+    func execute(_ context: CommandContext) async throws -> Int32 {
+        guard durability == "full" || durability == "normal" else {
+            throw CLIFailure.usage("--durability must be full or normal", "write --durability full or --durability normal")
+        }
+        guard records >= 1, entries >= 1, rounds >= 1, (1...10_000).contains(pageSize) else {
+            throw CLIFailure.usage("--records, --entries and --rounds must be 1 or more, --page-size 1 to 10000", "for example --records 10000 --entries 1000")
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("depot-bench-sync-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+
+        let serverStore = try await Store.open("sqlite:\(directory)/server.sqlite?durability=\(durability)")
+        let items = try CollectionName("items")
+        let count = records
+        try await serverStore.write { tx in
+            for i in 0..<count {
+                let fields: [String: FieldValue] = ["title": .string("item \(i)"), "n": .int(Int64(i)), "ok": .bool(i % 2 == 0), "score": .double(Double(i) / 7)]
+                try tx.insert(Record(id: .int(Int64(i + 1)), fields: fields), into: items)
+            }
+        }
+        let server = DepotServer(driver: serverStore.driver, configuration: .init(host: "127.0.0.1", port: 0))
+        let port: Int
+        do { port = try await server.start() } catch {
+            try? await serverStore.close()
+            throw error
+        }
+        let transport = CountingTransport()
+        var pulls: [Double] = [], pushes: [Double] = []
+        var pullRequests = 0, pushRequests = 0
+        do {
+            guard let base = URL(string: "http://127.0.0.1:\(port)") else { throw CLIFailure.failed("no URL for port \(port)", "retry") }
+            for round in 1...rounds {
+                // Pull: a fresh store, its first sync of the collection.
+                let pullStore = try await Store.open("sqlite:\(directory)/pull-\(round).sqlite?durability=\(durability)")
+                let (pullSeconds, pulled, pullCount) = try await StoreArguments.using(pullStore) { store in
+                    let sync = SyncCoordinator(store: store, transport: transport)
+                    var endpoint = SyncEndpoint(baseURL: base, path: "/items")
+                    endpoint.pageSize = pageSize
+                    try await sync.attach(items, to: endpoint)
+                    let before = transport.requests
+                    let start = ContinuousClock.now
+                    let report = try await sync.sync(items, pull: true, push: false)
+                    let seconds = Self.seconds(ContinuousClock.now - start)
+                    guard report.succeeded else { throw CLIFailure.failed("the pull failed: \(report.failures.first ?? "")", "retry") }
+                    let local = try await store.read { tx in try tx.count(.all, in: items) }
+                    return (seconds, local, transport.requests - before)
+                }
+                guard pulled == count else { throw CLIFailure.failed("the pull stored \(pulled) of \(count) records", "this is a bug; report it") }
+                pulls.append(Double(count) / pullSeconds)
+                pullRequests = pullCount
+
+                // Push: a fresh store whose outbox holds `entries` inserts of client-id notes.
+                let pushStore = try await Store.open("sqlite:\(directory)/push-\(round).sqlite?durability=\(durability)")
+                let notes = try CollectionName("notes")
+                let total = entries
+                let (pushSeconds, pushed, pushCount) = try await StoreArguments.using(pushStore) { store in
+                    let sync = SyncCoordinator(store: store, transport: transport)
+                    try await sync.attach(notes, to: SyncEndpoint(baseURL: base, path: "/notes"))
+                    try await store.write { tx in
+                        for i in 0..<total {
+                            try tx.save(Record(id: .string("r\(round)-\(i)"), fields: ["n": .int(Int64(i)), "text": .string("note \(i) of round \(round)")]), into: notes)
+                        }
+                    }
+                    let before = transport.requests
+                    let start = ContinuousClock.now
+                    let report = try await sync.sync(notes, pull: false, push: true)
+                    let seconds = Self.seconds(ContinuousClock.now - start)
+                    guard report.succeeded else { throw CLIFailure.failed("the push failed: \(report.failures.first ?? "")", "retry") }
+                    return (seconds, report.pushed, transport.requests - before)
+                }
+                guard pushed == total else { throw CLIFailure.failed("the push sent \(pushed) of \(total) entries", "this is a bug; report it") }
+                pushes.append(Double(total) / pushSeconds)
+                pushRequests = pushCount
+                if !global.quiet {
+                    Console.stderr("depot: round \(round): pull \(Int(pulls[round - 1])) records/s, push \(Int(pushes[round - 1])) entries/s\n")
+                }
+            }
+        } catch {
+            await server.stop()
+            try? await serverStore.close()
+            throw error
+        }
+        await server.stop()
+        try await serverStore.close()
+
+        Console.print("depot bench-sync: DepotServer on 127.0.0.1 (loopback, in-process), URLSession transport, SQLite stores on both sides")
+        Console.print("settings: records=\(records) entries=\(entries) pageSize=\(pageSize) durability=\(durability) rounds=\(rounds)")
+        Console.print("pull: \(Int(Self.median(pulls))) records/s (median; rounds: \(pulls.map { String(Int($0)) }.joined(separator: ", "))), \(pullRequests) requests per pull (listing pages + change feed)")
+        Console.print("push: \(Int(Self.median(pushes))) entries/s (median; rounds: \(pushes.map { String(Int($0)) }.joined(separator: ", "))), \(pushRequests) requests per push (one request per entry)")
+        return ExitStatus.success
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        let (s, atto) = duration.components
+        return max(1e-9, Double(s) + Double(atto) / 1e18)
+    }
+
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return 0 }
+        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    }
+}
+
+/// The default URLSession transport, counting the requests it sends.
+final class CountingTransport: HTTPTransport {
+    let inner = URLSessionTransport(timeout: 30)
+    let count = Mutex(0)
+
+    var requests: Int { count.withLock { $0 } }
+
+    func send(_ request: HTTPRequestSpec) async throws -> HTTPAnswer {
+        count.withLock { $0 += 1 }
+        return try await inner.send(request)
+    }
+}
