@@ -29,6 +29,10 @@ final class GDBMTransaction: WriteTransaction {
         /// The committed file is ignored (dropped or rebuilt in this transaction).
         var cleared = false
         var changes: [[UInt8]: Change] = [:]
+        /// The keys of `changes` in the order they were first changed: the order the
+        /// commit's ops are journaled and applied in. gdbm stores keys given in the caller's
+        /// order (ids ascending in a bulk load) ~20% faster than in a hash table's order.
+        var order: [[UInt8]] = []
     }
 
     private var overlays: [FileID: Overlay] = [:]
@@ -180,11 +184,13 @@ final class GDBMTransaction: WriteTransaction {
     }
 
     private func setRaw(_ id: FileID, _ key: [UInt8], _ change: Change) {
-        overlays[id, default: Overlay()].changes[key] = change
+        if overlays[id, default: Overlay()].changes.updateValue(change, forKey: key) == nil {
+            overlays[id, default: Overlay()].order.append(key)
+        }
     }
 
     private func clear(_ id: FileID) {
-        overlays[id] = Overlay(cleared: true, changes: [:])
+        overlays[id] = Overlay(cleared: true)
     }
 
     // MARK: Records
@@ -716,6 +722,7 @@ final class GDBMTransaction: WriteTransaction {
         }
         postings.removeAll()
         var ops: [FileOp] = []
+        ops.reserveCapacity(overlays.values.reduce(catalog.count) { $0 + $1.order.count + 1 })
         for name in Set(committedCatalog.keys).union(catalog.keys).sorted() {
             let old = committedCatalog[name], new = catalog[name]
             if let new, new != old {
@@ -726,10 +733,11 @@ final class GDBMTransaction: WriteTransaction {
         }
         for (file, overlay) in overlays {
             if overlay.cleared { ops.append(.drop(file)) }
-            for (key, change) in overlay.changes {
-                switch change {
-                case .put(let value): ops.append(.put(file, key: key, value: value))
-                case .delete: if !overlay.cleared { ops.append(.delete(file, key: key)) }
+            for key in overlay.order {
+                switch overlay.changes[key] {
+                case .put(let value)?: ops.append(.put(file, key: key, value: value))
+                case .delete?: if !overlay.cleared { ops.append(.delete(file, key: key)) }
+                case nil: break
                 }
             }
         }
