@@ -321,6 +321,9 @@ import Testing
             Query(filter: Field("n") > 1, sort: [Field("n").descending], offset: 2, limit: 5), Query(filter: Field("tag") == FieldValue.null),
             Query(filter: Field("code").in([1, 2, 3, 4, 5, 6, 7, 8])), Query(filter: Field.id.in([3, 5, 7.0])),
             Query(filter: .not(Field("tag") == 1), sort: [Field("tag").ascending, Field("n").descending]),
+            // Filters on the id only: answered from the record keys (no record decoded).
+            Query(filter: Field.id >= 10, limit: 5), Query(filter: Field.id > 5 && Field.id < 30, sort: [Field.id.descending], offset: 2, limit: 4),
+            Query(filter: .not(Field.id == 3)), Query(filter: Field.id < 20 || Field.id >= 35, offset: 3),
         ]
         for query in queries {
             let got = try await gdbm.read { tx in (try tx.query(query, in: items), try tx.count(query.filter, in: items)) }
@@ -328,6 +331,17 @@ import Testing
             #expect(got.0 == want, "\(query)")
             if query.offset == 0 && query.limit == nil { #expect(got.1 == want.count) }
         }
+        // The same id-only queries inside a write transaction, over its own pending changes.
+        var inside: [[[Record]]] = []
+        for driver in [gdbm, memory] as [any StorageDriver] {
+            inside.append(try await driver.write { tx in
+                try tx.save(Record(id: 12, fields: ["n": "changed"]), into: items)
+                _ = try tx.delete(11, from: items)
+                try tx.insert(Record(id: 1000, fields: ["n": 1]), into: items)
+                return try queries.suffix(4).map { try tx.query($0, in: items) }
+            })
+        }
+        #expect(inside[0] == inside[1])
         #expect(try await gdbm.integrityCheck().isEmpty)
         try await gdbm.close()
     }
