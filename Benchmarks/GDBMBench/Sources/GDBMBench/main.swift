@@ -77,6 +77,7 @@ let insertCPULine = String(
 if CommandLine.arguments.count > 2 && CommandLine.arguments[2] == "insert" {
     print(String(format: "bulk insert: driver %.2f µs/op, raw %.2f µs/op, ratio %.2f×", driverInsert / Double(count) * 1e6, rawInsert / Double(count) * 1e6, driverInsert / rawInsert))
     print(String(format: "bulk insert, CPU time: driver %.2f µs/op, raw %.2f µs/op, ratio %.2f×", driverInsertCPU / Double(count) * 1e6, rawInsertCPU / Double(count) * 1e6, driverInsertCPU / rawInsertCPU))
+    try? FileManager.default.removeItem(atPath: base)  // exit(0) skips the defer
     exit(0)
 }
 
