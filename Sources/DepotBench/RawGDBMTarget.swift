@@ -11,7 +11,8 @@ import Glibc
 /// plus decoding those bytes back into Swift strings.
 ///
 /// Durability `full` calls `gdbm_sync` (which fsyncs) after every commit; `normal` does
-/// not. GDBM has no key order, so a scan (workload E) walks every key with
+/// not. A bulk fetch returns the rows in id order, like Depot (the keys sorted, then
+/// fetched). GDBM has no key order, so a scan (workload E) walks every key with
 /// `gdbm_firstkey`/`gdbm_nextkey`, keeps those `>=` the start, sorts them and fetches the
 /// first `count`: the floor for any ordered scan over a hash file.
 public final class RawGDBMTarget: BenchTarget {
@@ -135,9 +136,14 @@ public final class RawGDBMTarget: BenchTarget {
         return keys
     }
 
+    /// Every row in id order, as Depot's query returns them: GDBM hands keys out in hash
+    /// order, so the keys are sorted (byte order, as YCSB keys compare) before the fetches.
     public func fetchAll() async throws -> Int {
         var rows: [RawRow] = []
-        for key in allKeys() { if let row = try fetch(key) { rows.append(row) } }
+        var keys = allKeys()
+        keys.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        rows.reserveCapacity(keys.count)
+        for key in keys { if let row = try fetch(key) { rows.append(row) } }
         return rows.count
     }
 

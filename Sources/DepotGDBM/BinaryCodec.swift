@@ -2,19 +2,49 @@ import DepotCore
 import Foundation
 
 /// CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320), the checksum of records, catalog
-/// entries and journal records. Table-driven, one table built once.
+/// entries and journal records.
+///
+/// Slicing-by-8: eight tables built once, eight bytes per step (about 4× the speed of the
+/// byte-at-a-time table on records of a kilobyte, which every read and write checksums
+/// once or twice); the same values as the byte-wise algorithm, which the tail uses.
 enum CRC32 {
-    static let table: [UInt32] = (0..<256).map { n -> UInt32 in
-        var c = UInt32(n)
-        for _ in 0..<8 { c = (c & 1) != 0 ? (0xEDB8_8320 ^ (c >> 1)) : (c >> 1) }
-        return c
-    }
+    /// `tables[k * 256 + n]`: the CRC of byte `n` followed by `k` zero bytes.
+    static let tables: [UInt32] = {
+        var t = [UInt32](repeating: 0, count: 8 * 256)
+        for n in 0..<256 {
+            var c = UInt32(n)
+            for _ in 0..<8 { c = (c & 1) != 0 ? (0xEDB8_8320 ^ (c >> 1)) : (c >> 1) }
+            t[n] = c
+        }
+        for k in 1..<8 {
+            for n in 0..<256 {
+                let previous = t[(k - 1) * 256 + n]
+                t[k * 256 + n] = t[Int(previous & 0xFF)] ^ (previous >> 8)
+            }
+        }
+        return t
+    }()
 
     /// Continues a checksum over `bytes` (start with `0`).
     static func update(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
         var c = ~crc
-        table.withUnsafeBufferPointer { t in
-            for b in bytes { c = t[Int((c ^ UInt32(b)) & 0xFF)] ^ (c >> 8) }
+        guard let base = bytes.baseAddress else { return crc }
+        let count = bytes.count
+        tables.withUnsafeBufferPointer { t in
+            var i = 0
+            while i + 8 <= count {
+                let lo = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: i, as: UInt32.self)) ^ c
+                let hi = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: i + 4, as: UInt32.self))
+                c = t[7 * 256 + Int(lo & 0xFF)] ^ t[6 * 256 + Int((lo >> 8) & 0xFF)]
+                    ^ t[5 * 256 + Int((lo >> 16) & 0xFF)] ^ t[4 * 256 + Int(lo >> 24)]
+                    ^ t[3 * 256 + Int(hi & 0xFF)] ^ t[2 * 256 + Int((hi >> 8) & 0xFF)]
+                    ^ t[1 * 256 + Int((hi >> 16) & 0xFF)] ^ t[Int(hi >> 24)]
+                i += 8
+            }
+            while i < count {
+                c = t[Int((c ^ UInt32(base.load(fromByteOffset: i, as: UInt8.self))) & 0xFF)] ^ (c >> 8)
+                i += 1
+            }
         }
         return ~c
     }

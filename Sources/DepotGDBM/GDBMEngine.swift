@@ -66,6 +66,15 @@ final class GDBMEngine: @unchecked Sendable {
     private let backup: FileSet
     private var lastSeq: UInt64 = 0
     private var commitsSinceMark = 0
+    /// A transaction record written after the journal's last `applied` mark (or after its
+    /// header, for a fresh journal) has been fsynced. Until then the next commit fsyncs its
+    /// journal record before it touches the primary files, whatever the durability: with
+    /// `normal`, the kernel may write the primary files' pages back before the journal's, and
+    /// a power loss that kept an `applied(n)` mark but lost the transactions after it would
+    /// otherwise leave recovery trusting primary files that hold parts of commits the journal
+    /// lacks. With a transaction record durable after the mark, the surviving journal always
+    /// ends in a transaction (or a later mark), so recovery rebuilds instead.
+    private var journalSyncedSinceMark = false
     /// When the last sync point ended (CLOCK_MONOTONIC, nanoseconds).
     private var lastSyncPoint: UInt64 = 0
     /// The files the journal's transactions change (what a checkpoint must bring to the backup).
@@ -220,6 +229,7 @@ final class GDBMEngine: @unchecked Sendable {
     ///   primary files over them and start a fresh journal;
     /// - a primary file that gdbm cannot open or read as sound: rebuild as above.
     private func recover() throws {
+        journalSyncedSinceMark = false
         try FileSystem.remove(journalPath + ".new")
         var records: [JournalRecord]
         if FileSystem.exists(journalPath) {
@@ -453,6 +463,9 @@ final class GDBMEngine: @unchecked Sendable {
             scheduleApply(force: true)
             return .declined
         }
+        // The first commit after a sync point fsyncs its journal record (see
+        // `journalSyncedSinceMark`): never on a caller's thread.
+        guard journalSyncedSinceMark else { return .declined }
         try checkUsable()
         let tx = begin(writable: true)
         tx.inlineBudget = GDBMEngine.inlineBudget
@@ -485,9 +498,16 @@ final class GDBMEngine: @unchecked Sendable {
         let ops = tx.finish()
         guard !ops.isEmpty, let journal else { return }
         let seq = lastSeq + 1
-        try journal.append(.transaction(seq: seq, ops: ops), sync: options.durability == .full)
+        let sync = options.durability == .full || !journalSyncedSinceMark
+        try journal.append(.transaction(seq: seq, ops: ops), sync: sync)
+        if sync { journalSyncedSinceMark = true }
         lastSeq = seq
-        for op in ops { touchedSinceCheckpoint.insert(op.file) }
+        // Ops come grouped by file: hash each file once, not once per op.
+        var lastFile: FileID?
+        for op in ops where op.file != lastFile {
+            lastFile = op.file
+            touchedSinceCheckpoint.insert(op.file)
+        }
         let layer = CommittedLayer(seq: seq, changes: tx.overlayChanges, ops: ops)
         let waiting = state.withLock { shared -> Int in
             shared.pending.append(layer)
@@ -576,6 +596,7 @@ final class GDBMEngine: @unchecked Sendable {
             try primary.syncAll()
             try journal.sync()
             try journal.append(.applied(seq: lastSeq), sync: options.durability == .full)
+            journalSyncedSinceMark = false
             commitsSinceMark = 0
             lastSyncPoint = GDBMEngine.monotonicNanoseconds()
         }
@@ -613,7 +634,14 @@ final class GDBMEngine: @unchecked Sendable {
         let fresh = try Journal.create(path: journalPath, baseSeq: lastSeq)
         journal.close()
         self.journal = fresh
+        journalSyncedSinceMark = false
         touchedSinceCheckpoint = []
+    }
+
+    /// The journal's length as of its last fsync and its current length (tests: what a power
+    /// loss must keep, and what it may lose).
+    func journalLengths() -> (synced: Int, written: Int) {
+        writerLock.withLock { (journal?.syncedSize ?? 0, journal?.size ?? 0) }
     }
 
     // MARK: Integrity

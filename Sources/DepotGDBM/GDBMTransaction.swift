@@ -29,6 +29,10 @@ final class GDBMTransaction: WriteTransaction {
         /// The committed file is ignored (dropped or rebuilt in this transaction).
         var cleared = false
         var changes: [[UInt8]: Change] = [:]
+        /// The keys of `changes` in the order they were first changed: the order the
+        /// commit's ops are journaled and applied in. gdbm stores keys given in the caller's
+        /// order (ids ascending in a bulk load) ~20% faster than in a hash table's order.
+        var order: [[UInt8]] = []
     }
 
     private var overlays: [FileID: Overlay] = [:]
@@ -179,12 +183,31 @@ final class GDBMTransaction: WriteTransaction {
         }
     }
 
+    /// Calls `body` with every key of `file` in the snapshot; no value is fetched.
+    private func scanKeys(_ file: FileID, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        try requireUnbounded()
+        let (visible, changes) = merged(file)
+        if visible, let committed = try committedFile(file) {
+            try committed.forEachKey(releaseEvery: releaseMappingEvery) { key in
+                if !changes.isEmpty && changes[Array(key)] != nil { return true }
+                try body(key)
+                return true
+            }
+        }
+        for (key, change) in changes {
+            guard case .put = change else { continue }
+            try key.withUnsafeBytes { try body($0) }
+        }
+    }
+
     private func setRaw(_ id: FileID, _ key: [UInt8], _ change: Change) {
-        overlays[id, default: Overlay()].changes[key] = change
+        if overlays[id, default: Overlay()].changes.updateValue(change, forKey: key) == nil {
+            overlays[id, default: Overlay()].order.append(key)
+        }
     }
 
     private func clear(_ id: FileID) {
-        overlays[id] = Overlay(cleared: true, changes: [:])
+        overlays[id] = Overlay(cleared: true)
     }
 
     // MARK: Records
@@ -428,11 +451,48 @@ final class GDBMTransaction: WriteTransaction {
         }
     }
 
+    /// A filter that tests nothing but the id (a range of ids, say) and that no key lookup
+    /// answers: the record keys alone say which records match, so a scan reads the keys
+    /// (`gdbm_firstkey`/`gdbm_nextkey`) and fetches no value.
+    static func filtersOnIDOnly(_ filter: Filter) -> Bool {
+        let names = filter.fieldNames
+        return !names.isEmpty && names.allSatisfy { $0 == "id" }
+    }
+
+    /// The ids of the snapshot's records matching `filter` (a filter on the id only), read
+    /// from the record keys without fetching or decoding a record.
+    private func matchingIDsFromKeys(_ filter: Filter, in collection: CollectionName) throws -> [RecordID] {
+        var ids: [RecordID] = []
+        try scanKeys(.records(collection)) { key in
+            guard let id = try? BinaryCodec.id(fromKey: key) else {
+                throw GDBMErrors.corrupted("A record key in collection '\(collection)' cannot be decoded.", collection: collection.rawValue)
+            }
+            if QueryEvaluator.matches(filter, Record(id: id)) { ids.append(id) }
+        }
+        return ids
+    }
+
     /// The matches of `query`, sorted and paged.
     private func results(_ query: Query, in collection: CollectionName) throws -> [Record] {
         guard let meta = catalog[collection] else { return [] }
+        let access = access(for: query.filter, meta: meta)
+        if case .scan = access, GDBMTransaction.filtersOnIDOnly(query.filter), query.sort.allSatisfy({ $0.field == "id" }) {
+            // An id range in id order (YCSB E's scans): the keys are scanned, the matching
+            // ids sorted, and only the page's records fetched and decoded.
+            var ids = try matchingIDsFromKeys(query.filter, in: collection)
+            ids.sort()
+            if query.sort.first?.descending ?? false { ids.reverse() }
+            guard query.offset < ids.count else { return [] }
+            let end = query.limit.map { query.offset + min(ids.count - query.offset, max(0, $0)) } ?? ids.count
+            var page: [Record] = []
+            page.reserveCapacity(max(0, end - query.offset))
+            for id in ids[query.offset..<max(query.offset, end)] {
+                if let record = try loadRecord(collection, key: BinaryCodec.key(for: id)) { page.append(record) }
+            }
+            return page
+        }
         var matched: [Record] = []
-        try candidates(collection, access(for: query.filter, meta: meta)) { record in
+        try candidates(collection, access) { record in
             if QueryEvaluator.matches(query.filter, record) { matched.append(record) }
             return true
         }
@@ -460,10 +520,16 @@ final class GDBMTransaction: WriteTransaction {
             let descending = query.sort.first?.descending ?? false
             var ints: [Int64] = []
             var others: [RecordID] = []
-            try candidates(collection, access) { record in
-                guard QueryEvaluator.matches(query.filter, record) else { return true }
-                if case .int(let i) = record.id { ints.append(i) } else { others.append(record.id) }
-                return true
+            if case .scan = access, GDBMTransaction.filtersOnIDOnly(query.filter) {
+                for id in try matchingIDsFromKeys(query.filter, in: collection) {
+                    if case .int(let i) = id { ints.append(i) } else { others.append(id) }
+                }
+            } else {
+                try candidates(collection, access) { record in
+                    guard QueryEvaluator.matches(query.filter, record) else { return true }
+                    if case .int(let i) = record.id { ints.append(i) } else { others.append(record.id) }
+                    return true
+                }
             }
             if others.isEmpty {
                 ints.sort()
@@ -559,8 +625,12 @@ final class GDBMTransaction: WriteTransaction {
             try requireUnbounded()
             return try committedFile(.records(collection))?.count() ?? 0
         }
+        let access = access(for: filter, meta: meta)
+        if case .scan = access, GDBMTransaction.filtersOnIDOnly(filter) {
+            return try matchingIDsFromKeys(filter, in: collection).count
+        }
         var n = 0
-        try candidates(collection, access(for: filter, meta: meta)) { record in
+        try candidates(collection, access) { record in
             if QueryEvaluator.matches(filter, record) { n += 1 }
             return true
         }
@@ -576,6 +646,10 @@ final class GDBMTransaction: WriteTransaction {
             return QueryPlan(backend: "gdbm", filterInEngine: false, sortInEngine: false, pagingInEngine: false, detail: "collection '\(collection)' does not exist: no records")
         }
         switch access(for: query.filter, meta: meta) {
+        case .scan where GDBMTransaction.filtersOnIDOnly(query.filter):
+            return QueryPlan(
+                backend: "gdbm", filterInEngine: false, sortInEngine: false, pagingInEngine: false,
+                detail: "scan of the keys of \(file) (the filter tests only the id; no record is decoded to test it), then fetch of the matches by id; \(tail)")
         case .scan:
             return QueryPlan(backend: "gdbm", filterInEngine: false, sortInEngine: false, pagingInEngine: false, detail: "full scan of \(file); \(tail)")
         case .ids(let ids):
@@ -716,6 +790,7 @@ final class GDBMTransaction: WriteTransaction {
         }
         postings.removeAll()
         var ops: [FileOp] = []
+        ops.reserveCapacity(overlays.values.reduce(catalog.count) { $0 + $1.order.count + 1 })
         for name in Set(committedCatalog.keys).union(catalog.keys).sorted() {
             let old = committedCatalog[name], new = catalog[name]
             if let new, new != old {
@@ -726,10 +801,11 @@ final class GDBMTransaction: WriteTransaction {
         }
         for (file, overlay) in overlays {
             if overlay.cleared { ops.append(.drop(file)) }
-            for (key, change) in overlay.changes {
-                switch change {
-                case .put(let value): ops.append(.put(file, key: key, value: value))
-                case .delete: if !overlay.cleared { ops.append(.delete(file, key: key)) }
+            for key in overlay.order {
+                switch overlay.changes[key] {
+                case .put(let value)?: ops.append(.put(file, key: key, value: value))
+                case .delete?: if !overlay.cleared { ops.append(.delete(file, key: key)) }
+                case nil: break
                 }
             }
         }

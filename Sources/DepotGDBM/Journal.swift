@@ -116,12 +116,15 @@ final class Journal {
     let baseSeq: UInt64
     /// Current length of the file in bytes.
     private(set) var size: Int
+    /// The length as of the last fsync (or as found when opened): what survives power loss.
+    private(set) var syncedSize: Int
 
     private init(path: String, fd: Int32, baseSeq: UInt64, size: Int) {
         self.path = path
         self.fd = fd
         self.baseSeq = baseSeq
         self.size = size
+        syncedSize = size
     }
 
     /// Writes a fresh journal with `baseSeq` next to `path` and renames it into place
@@ -203,15 +206,21 @@ final class Journal {
     /// Appends one record; with `sync`, fsyncs before returning. On failure the file is cut
     /// back to where it was, so no partial record stays behind.
     func append(_ record: JournalRecord, sync: Bool) throws {
-        let payload = Journal.encode(record)
-        var w = ByteWriter(capacity: payload.count + 8)
-        w.u32(UInt32(payload.count))
-        w.u32(CRC32.checksum(payload))
-        w.bytes.append(contentsOf: payload)
+        // One buffer: the 8-byte frame (length, CRC-32) is filled in after the payload is
+        // encoded behind it, so a large transaction's payload is never copied.
+        var w = ByteWriter(capacity: 8 + Journal.encodedSizeEstimate(record))
+        w.u32(0)
+        w.u32(0)
+        Journal.encode(record, into: &w)
+        let length = UInt32(w.bytes.count - 8)
+        let crc = w.bytes.withUnsafeBytes { CRC32.update(0, UnsafeRawBufferPointer(rebasing: $0[8...])) }
+        withUnsafeBytes(of: length.littleEndian) { src in for n in 0..<4 { w.bytes[n] = src[n] } }
+        withUnsafeBytes(of: crc.littleEndian) { src in for n in 0..<4 { w.bytes[4 + n] = src[n] } }
         do {
             try Journal.writeAll(fd, w.bytes, path: path)
             if sync { try self.sync() }
             size += w.bytes.count
+            if sync { syncedSize = size }
         } catch {
             _ = ftruncate(fd, off_t(size))
             _ = lseek(fd, off_t(size), SEEK_SET)
@@ -222,6 +231,7 @@ final class Journal {
     /// fsyncs the journal.
     func sync() throws {
         guard fsync(fd) == 0 else { throw GDBMErrors.system(errno, "sync", path: path) }
+        syncedSize = size
     }
 
     func close() {
@@ -236,7 +246,29 @@ final class Journal {
     // MARK: Encoding
 
     static func encode(_ record: JournalRecord) -> [UInt8] {
-        var w = ByteWriter(capacity: 64)
+        var w = ByteWriter(capacity: encodedSizeEstimate(record))
+        encode(record, into: &w)
+        return w.bytes
+    }
+
+    /// A capacity that holds `record`'s payload without growing (an upper bound: varints
+    /// are counted at their longest).
+    static func encodedSizeEstimate(_ record: JournalRecord) -> Int {
+        guard case .transaction(_, let ops) = record else { return 16 }
+        func fileSize(_ file: FileID) -> Int { 1 + 10 + (file.collection?.rawValue.utf8.count ?? 0) }
+        var total = 1 + 8 + 10
+        for op in ops {
+            switch op {
+            case .put(let file, let key, let value): total += 1 + fileSize(file) + 10 + key.count + 10 + value.count
+            case .delete(let file, let key): total += 1 + fileSize(file) + 10 + key.count
+            case .drop(let file): total += 1 + fileSize(file)
+            }
+        }
+        return total
+    }
+
+    /// Appends `record`'s payload to `w`.
+    static func encode(_ record: JournalRecord, into w: inout ByteWriter) {
         switch record {
         case .transaction(let seq, let ops):
             w.u8(1)
@@ -259,7 +291,6 @@ final class Journal {
             w.u8(3)
             w.u64(seq)
         }
-        return w.bytes
     }
 
     static func decode(_ payload: UnsafeRawBufferPointer) throws -> JournalRecord {

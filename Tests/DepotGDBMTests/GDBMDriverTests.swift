@@ -21,6 +21,33 @@ import Testing
         "array": [1, 1.0, "1", true, .null, [], [:]],
     ]
 
+    /// The slicing-by-8 CRC-32 gives the standard check value and the byte-at-a-time
+    /// algorithm's value for every length and alignment (stored checksums stay valid).
+    @Test func crc32MatchesTheBytewiseAlgorithm() {
+        func bytewise(_ bytes: ArraySlice<UInt8>) -> UInt32 {
+            var c: UInt32 = 0xFFFF_FFFF
+            for b in bytes {
+                c ^= UInt32(b)
+                for _ in 0..<8 { c = (c & 1) != 0 ? (0xEDB8_8320 ^ (c >> 1)) : (c >> 1) }
+            }
+            return ~c
+        }
+        #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)
+        #expect(CRC32.checksum([]) == 0)
+        var rng = SystemRandomNumberGenerator()
+        let bytes = (0..<300).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        for start in 0..<9 {
+            for end in stride(from: start, through: bytes.count, by: 7) {
+                let slice = bytes[start..<end]
+                let fast = slice.withUnsafeBytes { CRC32.update(0, $0) }
+                #expect(fast == bytewise(slice), "bytes \(start)..<\(end)")
+            }
+        }
+        // Continuing a checksum equals checksumming the concatenation.
+        let split = bytes[0..<123].withUnsafeBytes { first in bytes[123...].withUnsafeBytes { CRC32.update(CRC32.update(0, first), $0) } }
+        #expect(split == bytewise(bytes[...]))
+    }
+
     @Test func everyValueRoundTripsExactly() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
