@@ -61,7 +61,14 @@ extension WriteTransaction {
     public func writeRecord(_ mode: RecordWriteMode, into collection: CollectionName, _ encode: (any FieldSink) throws -> RecordID) throws -> WriteOutcome {
         let sink = DictionaryFieldSink()
         let id = try encode(sink)
-        let record = Record(id: id, fields: sink.fields)
+        return try write(Record(id: id, fields: sink.fields), as: mode, into: collection)
+    }
+
+    /// Stores `record` with ``WriteTransaction/insert(_:into:)``, ``WriteTransaction/update(_:in:)``
+    /// or ``WriteTransaction/save(_:into:)``, as `mode` says.
+    /// - Throws: the errors of that method.
+    @discardableResult
+    public func write(_ record: Record, as mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
         switch mode {
         case .insert:
             try insert(record, into: collection)

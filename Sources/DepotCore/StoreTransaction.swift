@@ -143,26 +143,14 @@ public final class StoreWriteTransaction: StoreReadTransaction {
 
     /// Inserts, updates or saves `model` (which has an id) by encoding its fields straight
     /// into the driver's ``FieldSink``: the same checks, change events and outbox entries as
-    /// the record methods. A collection attached to a remote takes the record path, since its
-    /// outbox entry holds the fields.
+    /// the record methods. For a collection attached to a remote the validating sink also
+    /// keeps a copy of the fields, which the outbox entry holds.
     /// - Throws: `.invalidValue` when the model has no id, the encoder's errors, and those of
     ///   the record method of `mode`.
     @discardableResult
     func write<M: Model>(_ model: M, _ mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
         guard isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
-        if !attached.isEmpty, attached.contains(collection.rawValue) {
-            let record = try model.record()
-            switch mode {
-            case .insert:
-                try insert(record, into: collection)
-                return .inserted
-            case .update:
-                try update(record, in: collection)
-                return .updated
-            case .save:
-                return try save(record, into: collection)
-            }
-        }
+        let recordsOutbox = !attached.isEmpty && attached.contains(collection.rawValue)
         let validator: ValidatingFieldSink
         if let cached = validatingSink, cached.collection == collection.rawValue {
             validator = cached
@@ -172,7 +160,7 @@ public final class StoreWriteTransaction: StoreReadTransaction {
         }
         var written: RecordID?
         let outcome = try writer.write(mode, into: collection) { sink in
-            validator.start(sink)
+            validator.start(sink, copying: recordsOutbox)
             defer { validator.finish() }
             guard let id = try RecordEncoder().encodeRecord(model, into: validator) else {
                 throw DepotError(.invalidValue, "\(M.self) has no id; insert it to have the store assign one.", collection: collection.rawValue)
@@ -182,7 +170,7 @@ public final class StoreWriteTransaction: StoreReadTransaction {
             return id
         }
         guard let written else { throw DepotError(.internal, "The driver did not encode the record.", collection: collection.rawValue) }
-        try note(outcome == .inserted ? .inserted : .updated, written, collection, fields: nil)
+        try note(outcome == .inserted ? .inserted : .updated, written, collection, fields: validator.copy?.fields)
         return outcome
     }
 
@@ -261,7 +249,8 @@ public final class StoreWriteTransaction: StoreReadTransaction {
 ///
 /// A model sends the same names in the same order every time, so the names of the first
 /// record are remembered and later records compare each name with one string comparison
-/// instead of validating it again.
+/// instead of validating it again. When asked, it also keeps a copy of the fields (for an
+/// outbox entry).
 ///
 /// Used by one transaction's thread and never re-entrantly (the target sink does not call
 /// back), so the dynamic exclusivity checks of its stored properties are turned off.
@@ -270,12 +259,15 @@ final class ValidatingFieldSink: FieldSink {
     @exclusivity(unchecked) private var target: (any FieldSink)?
     @exclusivity(unchecked) private var known: [String] = []
     @exclusivity(unchecked) private var cursor = 0
+    /// The fields set since ``start(_:copying:)``, when it was asked to copy them.
+    @exclusivity(unchecked) private(set) var copy: DictionaryFieldSink?
 
     init(collection: String) { self.collection = collection }
 
-    func start(_ target: any FieldSink) {
+    func start(_ target: any FieldSink, copying: Bool) {
         self.target = target
         cursor = 0
+        copy = copying ? DictionaryFieldSink() : nil
     }
 
     func finish() { target = nil }
@@ -283,7 +275,10 @@ final class ValidatingFieldSink: FieldSink {
     func set(_ value: FieldValue, forField name: String) throws {
         guard let target else { throw DepotError(.closed, "A field sink was used outside its write.", collection: collection) }
         // A null is an absent field: like Record.withoutNulls before validation, it is not checked.
-        if value.isNull { return try target.set(value, forField: name) }
+        if value.isNull {
+            copy?.set(value, forField: name)
+            return try target.set(value, forField: name)
+        }
         if cursor < known.count && known[cursor] == name {
             cursor += 1
         } else {
@@ -298,6 +293,7 @@ final class ValidatingFieldSink: FieldSink {
         case .array, .object: try value.validate(field: name)
         default: break
         }
+        copy?.set(value, forField: name)
         try target.set(value, forField: name)
     }
 }

@@ -3,10 +3,8 @@ import DepotCore
 /// A record's fields placed by column as a model encodes them, then bound straight to the
 /// collection's INSERT or UPDATE statement: no ``Record`` and no dictionary is built.
 ///
-/// Each field lands in the slot of its column (``CollectionMeta/position``). A model sends
-/// its fields in the same order for every record, so the first record records that order
-/// and later records check each name against it with one string comparison instead of a
-/// hash lookup. A field the table has no column for yet is kept aside in ``extra``; the
+/// Each field lands in the slot of its column, found through ``FieldOrder`` (a model sends
+/// its fields in the same order for every record). A field the table has no column for yet is kept aside in ``extra``; the
 /// transaction then takes the record path, which adds the column.
 ///
 /// One instance serves many records of one collection (``reset()`` between them); it is
@@ -18,9 +16,8 @@ final class SQLiteFieldSink: FieldSink {
     @exclusivity(unchecked) private var slots: [FieldValue?]
     /// Fields with no column yet.
     @exclusivity(unchecked) private(set) var extra: [String: FieldValue] = [:]
-    /// Field names in the order earlier records sent them, with their positions (`-1`: no column).
-    @exclusivity(unchecked) private var order: [(name: String, position: Int)] = []
-    @exclusivity(unchecked) private var cursor = 0
+    /// The order in which the model uses its fields.
+    @exclusivity(unchecked) private var order = FieldOrder()
 
     init(meta: CollectionMeta) {
         self.meta = meta
@@ -29,30 +26,14 @@ final class SQLiteFieldSink: FieldSink {
 
     /// Empties the sink for the next record.
     func reset() {
-        cursor = 0
+        order.rewind()
         for index in slots.indices where slots[index] != nil { slots[index] = nil }
         if !extra.isEmpty { extra.removeAll(keepingCapacity: true) }
     }
 
-    @inline(__always) private func position(of name: String) -> Int? {
-        if cursor < order.count {
-            let expected = order[cursor]
-            if expected.name == name {
-                cursor += 1
-                return expected.position < 0 ? nil : expected.position
-            }
-        }
-        let position = meta.position[name]
-        if cursor == order.count && order.count < meta.fields.count + 16 {
-            order.append((name, position ?? -1))
-            cursor += 1
-        }
-        return position
-    }
-
     func set(_ value: FieldValue, forField name: String) {
         let stored: FieldValue? = value.isNull ? nil : value
-        if let index = position(of: name) {
+        if let index = order.position(of: name, in: meta) {
             slots[index] = stored
         } else if let stored {
             extra[name] = stored

@@ -353,17 +353,7 @@ final class SQLiteTransaction: WriteTransaction {
         sink.reset()
         let id = try encode(sink)
         guard sink.extra.isEmpty, id.kind == meta.idKind else {
-            let record = sink.record(id: id)
-            switch mode {
-            case .insert:
-                try insert(record, into: collection)
-                return .inserted
-            case .update:
-                try update(record, in: collection)
-                return .updated
-            case .save:
-                return try save(record, into: collection)
-            }
+            return try write(sink.record(id: id), as: mode, into: collection)
         }
         let idValue = Self.idValue(id)
         let outcome: WriteOutcome
