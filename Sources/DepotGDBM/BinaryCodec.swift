@@ -151,7 +151,7 @@ struct ByteReader {
 
     mutating func string() throws -> String {
         let s = try slice(try varint())
-        guard let text = String(validating: s, as: UTF8.self) else { throw Malformed() }
+        guard let text = String(exactUTF8: s) else { throw Malformed() }
         return text
     }
 }
@@ -196,7 +196,7 @@ enum BinaryCodec {
             for n in 0..<8 { u = (u << 8) | UInt64(key[1 + n]) }
             return .int(Int64(bitPattern: u ^ (1 << 63)))
         case 2:
-            guard key.count >= 2, let s = String(validating: UnsafeRawBufferPointer(rebasing: key[1...]), as: UTF8.self) else {
+            guard key.count >= 2, let s = String(exactUTF8: UnsafeRawBufferPointer(rebasing: key[1...])) else {
                 throw ByteReader.Malformed()
             }
             return .string(s)
