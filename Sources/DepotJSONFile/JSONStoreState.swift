@@ -6,6 +6,19 @@ import DepotCore
 /// the same results; the driver serializes this value to the file on each commit.
 struct JSONStoreState: Sendable {
     var collections: [CollectionName: InMemoryCollection] = [:]
+    /// The ids of a collection's records in id order, when known: set for every collection
+    /// of a committed state (from the commit's serialization, or sorted once after loading)
+    /// and removed by every write to that collection, so an entry is never out of step.
+    /// Queries in id order walk it instead of sorting the collection (see
+    /// ``JSONFileTransaction/forEach(_:in:_:)``).
+    var order: [CollectionName: [RecordID]] = [:]
+
+    /// Sets ``order`` for every collection that lacks it by sorting its ids.
+    mutating func completeOrder() {
+        for (name, collection) in collections where order[name] == nil {
+            order[name] = collection.records.keys.sorted()
+        }
+    }
 
     /// Problems found by rebuilding every unique index (empty when sound).
     func problems() -> [String] {
