@@ -39,7 +39,8 @@ public final class JSONFileDriver: StorageDriver {
     public let configuration: Configuration
 
     private let thread: DriverThread
-    private let store: JSONFileStore
+    /// The store's state and commit machinery (internal for tests).
+    let store: JSONFileStore
 
     /// How a JSON store behaves.
     public struct Configuration: Sendable, Hashable {

@@ -49,7 +49,14 @@ final class JSONFileStore: @unchecked Sendable {
 
     private func publish() {
         let now = Published(state: committed, known: known, isClosed: isClosed)
-        published.withLock { $0 = now }
+        // The previous value is released after the lock is let go: freeing a state no one
+        // else holds (a whole collection's storage) must not keep readers waiting.
+        let previous = published.withLock { current in
+            let previous = current
+            current = now
+            return previous
+        }
+        _ = consume previous
     }
 
     /// The published committed state when the file on disk is still the one it holds
@@ -239,7 +246,7 @@ final class JSONFileStore: @unchecked Sendable {
             }
         }
         var state = state
-        state.order = newRecordBytes.mapValues(\.ids)
+        state.order = newRecordBytes.mapValues(\.records)
         committed = state
         recordBytes = newRecordBytes
         lastSize = bytes.count

@@ -52,7 +52,7 @@ final class JSONFileTransaction: WriteTransaction {
             try stored.forEach(query, body)
             return
         }
-        try JSONFileTransaction.walk(order, descending: descending, stored.records, query, body)
+        try JSONFileTransaction.walk(order, descending: descending, query, body)
     }
 
     /// `false` (ascending) or `true` (descending) when `sort` orders by id alone: no keys,
@@ -62,12 +62,11 @@ final class JSONFileTransaction: WriteTransaction {
         return first.field == "id" ? first.descending : nil
     }
 
-    /// The results of `query` over `records` whose ids are `order` (all of them, in id
-    /// order), already in the requested direction: the same results, in the same order, as
-    /// the shared evaluator gives, without sorting. Bounds on `id` in the filter's top-level
-    /// conjuncts narrow the walk by binary search; every record walked is still matched
-    /// against the whole filter.
-    static func walk(_ order: [RecordID], descending: Bool, _ records: [RecordID: [String: FieldValue]], _ query: Query, _ body: (Record) throws -> Bool) throws {
+    /// The results of `query` over `order` (all of a collection's records, in id order) in
+    /// the requested direction: the same results, in the same order, as the shared evaluator
+    /// gives, without sorting. Bounds on `id` in the filter's top-level conjuncts narrow the
+    /// walk by binary search; every record walked is still matched against the whole filter.
+    static func walk(_ order: [Record], descending: Bool, _ query: Query, _ body: (Record) throws -> Bool) throws {
         let (lower, upper) = idRange(order, query.filter)
         guard lower < upper else { return }
         var skip = query.offset
@@ -75,9 +74,7 @@ final class JSONFileTransaction: WriteTransaction {
         guard left > 0 else { return }
         let matchesAll: Bool
         if case .all = query.filter { matchesAll = true } else { matchesAll = false }
-        func visit(_ id: RecordID) throws -> Bool {
-            guard let fields = records[id] else { return true }
-            let record = Record(id: id, fields: fields)
+        func visit(_ record: Record) throws -> Bool {
             guard matchesAll || QueryEvaluator.matches(query.filter, record) else { return true }
             if skip > 0 {
                 skip -= 1
@@ -96,9 +93,9 @@ final class JSONFileTransaction: WriteTransaction {
     /// The positions in `order` that can match `filter`, from its top-level bounds on `id`
     /// of the ids' own kind (a bound of another kind matches nothing, and is left to the
     /// per-record match). Everything outside the range certainly fails the filter.
-    static func idRange(_ order: [RecordID], _ filter: Filter) -> (Int, Int) {
+    static func idRange(_ order: [Record], _ filter: Filter) -> (Int, Int) {
         var lower = 0, upper = order.count
-        guard let sample = order.first?.fieldValue else { return (0, 0) }
+        guard let sample = order.first?.id.fieldValue else { return (0, 0) }
         let conjuncts: [Filter]
         switch filter {
         case .and(let filters): conjuncts = filters
@@ -110,7 +107,7 @@ final class JSONFileTransaction: WriteTransaction {
             var low = 0, high = order.count
             while low < high {
                 let mid = (low + high) / 2
-                if let c = QueryEvaluator.rangeCompare(order[mid].fieldValue, operand), satisfied(c) { high = mid } else { low = mid + 1 }
+                if let c = QueryEvaluator.rangeCompare(order[mid].id.fieldValue, operand), satisfied(c) { high = mid } else { low = mid + 1 }
             }
             return low
         }

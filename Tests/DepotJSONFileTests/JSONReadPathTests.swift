@@ -39,8 +39,14 @@ import Testing
         try await write
         #expect(!flags.writerTimedOut.withLock { $0 }, "the read finished while the writer held the driver's thread")
         #expect(during == [Record(id: 1, fields: ["v": 1])], "the open write's changes are invisible")
+        #expect(try driver.store.unchangedSnapshot() != nil, "after its own commit the driver reads without its thread")
         let after = try await driver.read { tx in try tx.query(Query(), in: items) }
         #expect(after == [Record(id: 1, fields: ["v": 10]), Record(id: 2, fields: ["v": 2])], "the acknowledged write is visible")
+        // A change by another program sends the next read to the driver's thread, which reloads.
+        try dir.write(#"{"items":[{"id":7,"v":7}]}"#)
+        #expect(try driver.store.unchangedSnapshot() == nil)
+        #expect(try await driver.read { tx in try tx.query(Query(), in: items) } == [Record(id: 7, fields: ["v": 7])])
+        #expect(try driver.store.unchangedSnapshot() != nil, "after reloading the driver reads without its thread again")
         try await driver.close()
         await expectError(.closed) { _ = try await driver.read { tx in try tx.count(.all, in: items) } }
     }
