@@ -27,8 +27,10 @@ enum JSONDocument {
 
     /// The serialized records of one collection, in id order.
     struct CollectionBytes {
-        var ids: [RecordID] = []
-        /// `chunks[i]` is the text of the record `ids[i]`, without separators.
+        /// The records, in id order: what the committed state's ``JSONStoreState/order``
+        /// holds, so queries in id order neither sort nor look ids up.
+        var records: [Record] = []
+        /// `chunks[i]` is the text of `records[i]`, without separators.
         var chunks: [[UInt8]] = []
     }
 
@@ -71,13 +73,13 @@ enum JSONDocument {
             if let old = replaced.contains(name) ? nil : cache[name] {
                 encoded = merge(old, touched: touched[name] ?? [], collection, &w)
             }
-            if encoded.ids.count != collection.records.count {
+            if encoded.records.count != collection.records.count {
                 // No usable cache (or, defensively, one out of step): serialize it all.
                 w.bytes.removeSubrange(mark...)
                 encoded = CollectionBytes()
                 w.byte(0x5B)
-                for id in collection.records.keys.sorted() {
-                    append(&w, &encoded, id: id, chunk: nil, collection)
+                for (id, fields) in collection.records.sorted(by: { $0.key < $1.key }) {
+                    append(&w, &encoded, Record(id: id, fields: fields))
                 }
             }
             newCache[name] = encoded
@@ -94,47 +96,54 @@ enum JSONDocument {
     /// `old` and serializing only the `touched` ids (new, changed or deleted).
     private static func merge(_ old: CollectionBytes, touched: Set<RecordID>, _ collection: InMemoryCollection, _ w: inout JSONValueWriter) -> CollectionBytes {
         var encoded = CollectionBytes()
-        encoded.ids.reserveCapacity(collection.records.count)
+        encoded.records.reserveCapacity(collection.records.count)
         encoded.chunks.reserveCapacity(collection.records.count)
         let changed = touched.sorted()
         var j = 0
         w.byte(0x5B)
-        for (i, id) in old.ids.enumerated() {
+        for (i, kept) in old.records.enumerated() {
+            let id = kept.id
             while j < changed.count, changed[j] < id {
-                append(&w, &encoded, id: changed[j], chunk: nil, collection)
+                append(&w, &encoded, changed[j], collection)
                 j += 1
             }
             if j < changed.count, changed[j] == id {
-                append(&w, &encoded, id: id, chunk: nil, collection)
+                append(&w, &encoded, id, collection)
                 j += 1
             } else {
-                append(&w, &encoded, id: id, chunk: old.chunks[i], collection)
+                append(&w, &encoded, kept, chunk: old.chunks[i])
             }
         }
         while j < changed.count {
-            append(&w, &encoded, id: changed[j], chunk: nil, collection)
+            append(&w, &encoded, changed[j], collection)
             j += 1
         }
         return encoded
     }
 
-    /// Appends one record (its cached `chunk`, or freshly serialized; nothing if it no
-    /// longer exists) with the separator before it.
-    private static func append(_ w: inout JSONValueWriter, _ encoded: inout CollectionBytes, id: RecordID, chunk: [UInt8]?, _ collection: InMemoryCollection) {
-        if let chunk {
-            if !encoded.ids.isEmpty { w.byte(0x2C) }
-            lineBreak(&w, level: 2)
-            w.bytes.append(contentsOf: chunk)
-            encoded.ids.append(id)
-            encoded.chunks.append(chunk)
-            return
-        }
+    /// Appends an untouched record with its cached `chunk` and the separator before it.
+    private static func append(_ w: inout JSONValueWriter, _ encoded: inout CollectionBytes, _ kept: Record, chunk: [UInt8]) {
+        if !encoded.records.isEmpty { w.byte(0x2C) }
+        lineBreak(&w, level: 2)
+        w.bytes.append(contentsOf: chunk)
+        encoded.records.append(kept)
+        encoded.chunks.append(chunk)
+    }
+
+    /// Appends the record `id` of `collection` freshly serialized (nothing if it no longer
+    /// exists) with the separator before it.
+    private static func append(_ w: inout JSONValueWriter, _ encoded: inout CollectionBytes, _ id: RecordID, _ collection: InMemoryCollection) {
         guard let fields = collection.records[id] else { return }
-        if !encoded.ids.isEmpty { w.byte(0x2C) }
+        append(&w, &encoded, Record(id: id, fields: fields))
+    }
+
+    /// Appends `record` freshly serialized, with the separator before it.
+    private static func append(_ w: inout JSONValueWriter, _ encoded: inout CollectionBytes, _ record: Record) {
+        if !encoded.records.isEmpty { w.byte(0x2C) }
         lineBreak(&w, level: 2)
         let start = w.bytes.count
-        record(&w, id: id, fields: fields, level: 2)
-        encoded.ids.append(id)
+        self.record(&w, id: record.id, fields: record.fields, level: 2)
+        encoded.records.append(record)
         encoded.chunks.append(Array(w.bytes[start...]))
     }
 

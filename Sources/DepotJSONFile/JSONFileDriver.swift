@@ -24,9 +24,11 @@ import Foundation
 ///   change times) is checked; a file changed by a person or another program is reloaded.
 /// - A file that cannot be parsed is never written over: reads and writes throw its
 ///   `.corrupted` or `.decoding` error until the file is fixed.
-/// - All blocking work (file I/O, fsync, waiting for the lock) and every write closure runs on
-///   the driver's own thread, never on the cooperative pool. A read closure runs on the
-///   caller's executor over an in-memory snapshot, so readers never wait for a writer.
+/// - All blocking work (reading and writing the file, fsync, waiting for the lock) and every
+///   write closure runs on the driver's own thread, never on the cooperative pool. A read
+///   takes the published committed snapshot after one `stat` on the caller's thread and
+///   runs its closure there, so readers never wait for a writer; only a changed file sends
+///   a read to the driver's thread.
 public final class JSONFileDriver: StorageDriver {
     public let backendName = "json"
     public var capabilities: DriverCapabilities { .complete }
@@ -37,7 +39,8 @@ public final class JSONFileDriver: StorageDriver {
     public let configuration: Configuration
 
     private let thread: DriverThread
-    private let store: JSONFileStore
+    /// The store's state and commit machinery (internal for tests).
+    let store: JSONFileStore
 
     /// How a JSON store behaves.
     public struct Configuration: Sendable, Hashable {
@@ -131,12 +134,20 @@ public final class JSONFileDriver: StorageDriver {
         return configuration
     }
 
-    /// Checks the file for changes (on the driver's thread, reloading if needed), then runs
-    /// `body` over that snapshot on the caller's executor: the snapshot is an immutable value
-    /// in memory, so the closure does no I/O, and a writer can commit while it runs.
+    /// Takes the committed snapshot the driver's thread last published, checks with one
+    /// `stat` on the caller's thread that the file is still the one it was made from, and
+    /// runs `body` over it on the caller's executor: the snapshot is an immutable value in
+    /// memory, so the closure does no I/O, and a writer can commit while it runs. Only when
+    /// the file changed (or cannot be trusted) does the read go to the driver's thread,
+    /// which reloads it first.
     public func read<T: Sendable>(_ body: @escaping @Sendable (any ReadTransaction) throws -> T) async throws -> T {
         let store = self.store
-        let snapshot = try await thread.run { try store.snapshot() }
+        let snapshot: JSONStoreState
+        if let unchanged = try store.unchangedSnapshot() {
+            snapshot = unchanged
+        } else {
+            snapshot = try await thread.run { try store.snapshot() }
+        }
         let transaction = JSONFileTransaction(state: snapshot, writable: false)
         defer { transaction.isValid = false }
         return try body(transaction)

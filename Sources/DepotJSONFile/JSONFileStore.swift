@@ -1,15 +1,18 @@
 import DepotCore
 import Foundation
+import Synchronization
 
 /// The mutable heart of a ``JSONFileDriver``: the loaded state, what is known about the
-/// file on disk, the lock, and the commit procedure. Used only on the driver's thread.
+/// file on disk, the lock, and the commit procedure. Used only on the driver's thread,
+/// except ``published`` and ``unchangedSnapshot()``, which any thread may use.
 final class JSONFileStore: @unchecked Sendable {
-    // @unchecked: every method and property is used only from jobs run on the owning
-    // driver's `DriverThread`, which runs one job at a time; nothing here is touched from
-    // any other thread, so no two accesses ever overlap.
+    // @unchecked: every method and property except `published` (a Mutex) and
+    // `unchangedSnapshot()` (which reads only `published`, the immutable `path` and the
+    // Sendable, thread-safe `fs`) is used only from jobs run on the owning driver's
+    // `DriverThread`, which runs one job at a time; so no two accesses ever overlap.
 
     /// What the driver knows about the file on disk.
-    enum Known {
+    enum Known: Sendable {
         /// Nothing trustworthy: reload before the next use.
         case unknown
         /// There is no file: the store is empty.
@@ -27,13 +30,58 @@ final class JSONFileStore: @unchecked Sendable {
     let configuration: JSONFileDriver.Configuration
     let fs: any JSONFileSystem
 
-    private(set) var committed = JSONStoreState()
-    private(set) var known: Known = .unknown
+    // Invariant for readers: `committed` is always assigned before `known`. A reader trusts
+    // the published state only when the file still has the published identity; publishing a
+    // new state under the old identity merely sends readers to the driver's thread, while
+    // a new identity beside the old state would be a stale read.
+    private(set) var committed = JSONStoreState() { didSet { publish() } }
+    private(set) var known: Known = .unknown { didSet { publish() } }
+
+    /// What read transactions take without going to the driver's thread: the committed
+    /// state, the identity of the file it is the content of, and whether the store is
+    /// closed; replaced (as one value) whenever any of them changes on the driver's thread.
+    struct Published: Sendable {
+        var state = JSONStoreState()
+        var known: Known = .unknown
+        var isClosed = false
+    }
+    let published = Mutex(Published())
+
+    private func publish() {
+        let now = Published(state: committed, known: known, isClosed: isClosed)
+        // The previous value is released after the lock is let go: freeing a state no one
+        // else holds (a whole collection's storage) must not keep readers waiting.
+        let previous = published.withLock { current in
+            let previous = current
+            current = now
+            return previous
+        }
+        _ = consume previous
+    }
+
+    /// The published committed state when the file on disk is still the one it holds
+    /// (one `stat` on the calling thread, no other I/O); `nil` when the driver's thread must
+    /// look (the file changed, or its state is not known or not readable). Safe from any
+    /// thread.
+    /// - Throws: `.closed` once the store is closed, `.io` when the file cannot be checked.
+    func unchangedSnapshot() throws -> JSONStoreState? {
+        let current = published.withLock { $0 }
+        if current.isClosed { throw DepotError(.closed, "The JSON store \(path) is closed.") }
+        let expected: FileIdentity?
+        switch current.known {
+        case .loaded(let identity): expected = identity
+        case .missing: expected = nil
+        case .unknown, .unreadable: return nil
+        }
+        let now: FileIdentity?
+        do { now = try fs.identity(ofPath: path) } catch { throw JSONFileDriver.mapError(error, while: "check the store file \(path)") }
+        return now == expected ? current.state : nil
+    }
     /// An open descriptor of the file `known` describes. Holding it keeps the inode alive,
     /// so a replacement file can never reuse its inode number and look unchanged.
     private var pinned: Int32?
     private var lockDescriptor: Int32?
-    private(set) var isClosed = false
+    private(set) var isClosed = false { didSet { publish() } }
     /// The size of the last file written, to size the next buffer.
     private var lastSize = 1 << 16
     /// The serialized records of `committed`, reused by the next commit for every record
@@ -100,7 +148,9 @@ final class JSONFileStore: @unchecked Sendable {
         pin(fd)
         do {
             recordBytes = [:]
-            committed = try JSONDocument.decode(bytes)
+            var decoded = try JSONDocument.decode(bytes)
+            decoded.completeOrder()
+            committed = decoded
             known = .loaded(identity)
             lastSize = bytes.count
         } catch {
@@ -195,6 +245,8 @@ final class JSONFileStore: @unchecked Sendable {
                 throw JSONFileDriver.mapError(error, while: "make a commit to \(path) durable; \(outcome)")
             }
         }
+        var state = state
+        state.order = newRecordBytes.mapValues(\.records)
         committed = state
         recordBytes = newRecordBytes
         lastSize = bytes.count

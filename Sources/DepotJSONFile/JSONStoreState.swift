@@ -6,6 +6,20 @@ import DepotCore
 /// the same results; the driver serializes this value to the file on each commit.
 struct JSONStoreState: Sendable {
     var collections: [CollectionName: InMemoryCollection] = [:]
+    /// A collection's records in id order, when known: set for every collection of a
+    /// committed state (from the commit's serialization, which reuses the previous order for
+    /// untouched records, or sorted once after loading) and removed by every write to that
+    /// collection, so an entry is never out of step. Queries in id order walk it instead of
+    /// sorting the collection or looking ids up (see ``JSONFileTransaction/forEach(_:in:_:)``).
+    /// The field dictionaries are shared with `collections`, not copied.
+    var order: [CollectionName: [Record]] = [:]
+
+    /// Sets ``order`` for every collection that lacks it by sorting its records.
+    mutating func completeOrder() {
+        for (name, collection) in collections where order[name] == nil {
+            order[name] = collection.records.sorted { $0.key < $1.key }.map { Record(id: $0.key, fields: $0.value) }
+        }
+    }
 
     /// Problems found by rebuilding every unique index (empty when sound).
     func problems() -> [String] {
