@@ -13,12 +13,12 @@ import Darwin
 /// Every blocking sqlite3 call runs here, never on Swift's cooperative pool: an `async`
 /// caller enqueues a job and suspends on a continuation until the thread finishes it.
 ///
-/// The hand-off is kept cheap: after running a job the thread spins for a short, bounded
-/// while (``spinNanoseconds``) watching an atomic counter before it parks on its condition,
-/// and an enqueuer signals the condition only when the thread is parked. A caller that
-/// issues one operation after another (the common case: `await get`, `await update`, …)
-/// so finds the thread awake and pays no thread wake-up on the way in. An idle store
-/// spins not at all: the spin follows a job, never a park.
+/// The hand-off: a caller appends its job under the lock and signals the condition only
+/// when the thread is parked; the job resumes an unsafe continuation (exactly once). The
+/// thread can spin for a short, bounded while after a job (``spinNanoseconds``, off by
+/// default) watching an atomic job count before it parks, so a caller issuing one operation
+/// after another finds it awake; the spin backs off when it keeps missing (see `loop`) and
+/// never follows a park, so an idle store spins not at all.
 final class ConnectionThread: @unchecked Sendable {
     // @unchecked: `jobs` and `stopping` are only touched while `condition` is locked
     // (enqueue/stop/loop); `pending` and `parked` are atomics; `connection` is only used on
@@ -36,15 +36,18 @@ final class ConnectionThread: @unchecked Sendable {
     private var thread: Thread?
 
     /// How long the thread keeps watching for the next job after finishing one, before it
-    /// parks: longer than most of a caller's round trips back through the cooperative pool
-    /// (measured on a loaded 2-core VM: p50 13–23 µs, p90 about 42 µs), short enough that an
-    /// idle connection costs nothing measurable. 50 µs, or `DEPOT_SQLITE_SPIN_US` from the
-    /// environment (0 turns the spin off; at most 1,000).
+    /// parks: `DEPOT_SQLITE_SPIN_US` from the environment (at most 1,000 µs), 0 (no spin) by
+    /// default. A caller's round trip back through the cooperative pool took p50 13–23 µs,
+    /// p90 ~42 µs on the 2-core development VM, so a 50 µs spin catches most next jobs; but
+    /// that VM always runs more threads than it has cores, and there the spinning thread took
+    /// CPU from the caller and from everyone else: `depot bench` point reads went from 38 µs
+    /// p50 / 84 µs p99 without the spin to 58 µs / 4.7 ms with it (adaptive back-off included).
+    /// Turn it on only on a machine with a core to spare.
     static let spinNanoseconds: UInt64 = {
         if let text = ProcessInfo.processInfo.environment["DEPOT_SQLITE_SPIN_US"], let micros = UInt64(text) {
             return min(micros, 1_000) * 1_000
         }
-        return 50_000
+        return 0
     }()
 
     /// Starts the thread and opens the connection on it.
@@ -135,9 +138,22 @@ final class ConnectionThread: @unchecked Sendable {
 
     private func loop() {
         var ranJob = false
+        // Adaptive: a spin that saw no job makes the thread skip spinning for the next
+        // `backoff` idle moments (doubling up to 256); a spin that caught a job resets it.
+        // On a machine with more runnable threads than cores the caller comes back late,
+        // spins fail, and the thread soon stops spinning instead of taking CPU from others.
+        var skip = 0
+        var backoff = 1
         while true {
-            if pending.load(ordering: .sequentiallyConsistent) == 0, ranJob, spinForJob() {
-                ranJob = false
+            if ranJob, pending.load(ordering: .sequentiallyConsistent) == 0 {
+                if skip > 0 {
+                    skip -= 1
+                } else if spinForJob() {
+                    backoff = 1
+                } else {
+                    skip = backoff
+                    backoff = min(backoff * 2, 256)
+                }
             }
             condition.lock()
             if jobs.isEmpty && !stopping {
