@@ -30,7 +30,7 @@ extension FieldValue: Hashable {
         case let (.bool(a), .bool(b)): return a == b
         case let (.int(a), .int(b)): return a == b
         case let (.double(a), .double(b)): return a.bitPattern == b.bitPattern
-        case let (.string(a), .string(b)): return a.utf8.elementsEqual(b.utf8)
+        case let (.string(a), .string(b)): return BinaryText.equal(a, b)
         case let (.bytes(a), .bytes(b)): return a == b
         case let (.array(a), .array(b)): return a == b
         case let (.object(a), .object(b)): return a == b
@@ -44,7 +44,7 @@ extension FieldValue: Hashable {
         case .bool(let b): hasher.combine(1); hasher.combine(b)
         case .int(let i): hasher.combine(2); hasher.combine(i)
         case .double(let d): hasher.combine(3); hasher.combine(d.bitPattern)
-        case .string(let s): hasher.combine(4); for byte in s.utf8 { hasher.combine(byte) }
+        case .string(let s): hasher.combine(4); BinaryText.hash(s, into: &hasher)
         case .bytes(let d): hasher.combine(5); hasher.combine(d)
         case .array(let a): hasher.combine(6); hasher.combine(a)
         case .object(let o): hasher.combine(7); hasher.combine(o)

@@ -287,7 +287,7 @@ struct JSONParser {
             default: throw error("bad escape")
             }
         }
-        guard let text = String(validating: out, as: UTF8.self) else { throw error("invalid UTF-8 in a string") }
+        guard let text = out.withUnsafeBytes({ String(exactUTF8: $0) }) else { throw error("invalid UTF-8 in a string") }
         return text
     }
 

@@ -11,14 +11,14 @@ public enum RecordID: Hashable, Sendable, Comparable, CustomStringConvertible {
         case let (.int(a), .int(b)): return a < b
         case (.int, .string): return true
         case (.string, .int): return false
-        case let (.string(a), .string(b)): return a.utf8.lexicographicallyPrecedes(b.utf8)
+        case let (.string(a), .string(b)): return BinaryText.compare(a, b) < 0
         }
     }
 
     public static func == (lhs: RecordID, rhs: RecordID) -> Bool {
         switch (lhs, rhs) {
         case let (.int(a), .int(b)): return a == b
-        case let (.string(a), .string(b)): return a.utf8.elementsEqual(b.utf8)
+        case let (.string(a), .string(b)): return BinaryText.equal(a, b)
         default: return false
         }
     }
@@ -26,7 +26,7 @@ public enum RecordID: Hashable, Sendable, Comparable, CustomStringConvertible {
     public func hash(into hasher: inout Hasher) {
         switch self {
         case .int(let i): hasher.combine(0); hasher.combine(i)
-        case .string(let s): hasher.combine(1); for b in s.utf8 { hasher.combine(b) }
+        case .string(let s): hasher.combine(1); BinaryText.hash(s, into: &hasher)
         }
     }
 

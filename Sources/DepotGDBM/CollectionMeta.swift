@@ -37,7 +37,7 @@ struct CollectionMeta: Hashable, Sendable {
     /// - Throws: `.corrupted` when the key or value is damaged, `.schemaMismatch` for a newer format.
     static func decode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws -> CollectionMeta {
         guard key.count > 2, key[0] == UInt8(ascii: "c"), key[1] == UInt8(ascii: ":"),
-            let text = String(validating: UnsafeRawBufferPointer(rebasing: key[2...]), as: UTF8.self),
+            let text = String(exactUTF8: UnsafeRawBufferPointer(rebasing: key[2...])),
             let name = try? CollectionName(validating: text)
         else { throw GDBMErrors.corrupted("The GDBM store's catalog holds an entry that is not a collection.") }
         guard let payload = BinaryCodec.unsealed(value) else {

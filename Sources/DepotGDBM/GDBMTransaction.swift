@@ -479,14 +479,12 @@ final class GDBMTransaction: WriteTransaction {
         if case .scan = access, GDBMTransaction.filtersOnIDOnly(query.filter), query.sort.allSatisfy({ $0.field == "id" }) {
             // An id range in id order (YCSB E's scans): the keys are scanned, the matching
             // ids sorted, and only the page's records fetched and decoded.
-            var ids = try matchingIDsFromKeys(query.filter, in: collection)
-            ids.sort()
-            if query.sort.first?.descending ?? false { ids.reverse() }
-            guard query.offset < ids.count else { return [] }
-            let end = query.limit.map { query.offset + min(ids.count - query.offset, max(0, $0)) } ?? ids.count
+            let ids = try matchingIDsFromKeys(query.filter, in: collection)
+            let descending = query.sort.first?.descending ?? false
+            let pageIDs = QueryEvaluator.sortedPage(ids, offset: query.offset, limit: query.limit) { descending ? $1 < $0 : $0 < $1 }
             var page: [Record] = []
-            page.reserveCapacity(max(0, end - query.offset))
-            for id in ids[query.offset..<max(query.offset, end)] {
+            page.reserveCapacity(pageIDs.count)
+            for id in pageIDs {
                 if let record = try loadRecord(collection, key: BinaryCodec.key(for: id)) { page.append(record) }
             }
             return page
@@ -496,8 +494,7 @@ final class GDBMTransaction: WriteTransaction {
             if QueryEvaluator.matches(query.filter, record) { matched.append(record) }
             return true
         }
-        matched.sort { QueryEvaluator.precedes($0, $1, sort: query.sort) }
-        return QueryEvaluator.page(matched, offset: query.offset, limit: query.limit)
+        return QueryEvaluator.sortedPage(matched, offset: query.offset, limit: query.limit) { QueryEvaluator.precedes($0, $1, sort: query.sort) }
     }
 
     /// The ids of the matches of `query` in result order, for a stream: only the ids (8

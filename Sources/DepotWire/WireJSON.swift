@@ -284,7 +284,7 @@ public enum WireJSON {
                 default: throw failure("unknown escape")
                 }
             }
-            guard let s = String(validating: buffer, as: UTF8.self) else { throw failure("invalid UTF-8") }
+            guard let s = buffer.withUnsafeBytes({ String(exactUTF8: $0) }) else { throw failure("invalid UTF-8") }
             return s
         }
     }

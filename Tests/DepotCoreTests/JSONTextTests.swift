@@ -38,6 +38,14 @@ import Testing
         }
     }
 
+    /// Bytes that are not UTF-8 inside a string, plain or after an escape: a typed error, never a repaired string.
+    @Test func invalidUTF8InAStringIsADecodingError() throws {
+        for bad: [UInt8] in [[0x22, 0xC3, 0x28, 0x22], [0x22, 0x5C, 0x6E, 0xFF, 0x22], [0x22, 0xF0, 0x90, 0x80, 0x41, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22]] {
+            #expect(throws: DepotError.self) { try JSONText.parse(bad) }
+        }
+        #expect(try JSONText.parse([0x22, 0xC3, 0xA9, 0x5C, 0x6E, 0x22]) == .string("é\n"))
+    }
+
     @Test func recordsAsJSONObjects() throws {
         let record = Record(id: 7, fields: ["name": "x"])
         #expect(record.jsonText == #"{"id":7,"name":"x"}"#)

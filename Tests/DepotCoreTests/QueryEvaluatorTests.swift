@@ -62,3 +62,32 @@ import Testing
         #expect(!QueryEvaluator.equals("é", "e\u{301}"))
     }
 }
+
+@Suite struct SortedPageTests {
+    /// Item `(key, position)`: keys repeat, positions tell ties apart in the reference.
+    private struct Item: Equatable { var key: Int; var position: Int }
+
+    @Test("selected pages equal a stable sort then offset/limit, ties kept in input order")
+    func matchesSortThenPage() {
+        var rng = SystemRandomNumberGenerator()
+        var selected = 0
+        for _ in 0..<400 {
+            let count = Int.random(in: 0...1_500, using: &rng)
+            let keys = Int.random(in: 1...3, using: &rng) == 1 ? 20 : 1_000_000  // many ties, or few
+            var items = (0..<count).map { Item(key: Int.random(in: 0..<keys, using: &rng), position: $0) }
+            if Bool.random(using: &rng) { items.sort { $0.key > $1.key } }  // adversarial: descending input
+            for i in items.indices { items[i].position = i }
+            let offset = Int.random(in: 0...120, using: &rng)
+            let limit: Int? = Int.random(in: 0...5, using: &rng) == 0 ? nil : Int.random(in: 0...150, using: &rng)
+            let reference = items.sorted { ($0.key, $0.position) < ($1.key, $1.position) }
+            let end = limit.map { min(reference.count, offset + $0) } ?? reference.count
+            let expected = offset < end ? Array(reference[offset..<end]) : []
+            let page = QueryEvaluator.sortedPage(items, offset: offset, limit: limit) { $0.key < $1.key }
+            #expect(page == expected, "count \(count) offset \(offset) limit \(String(describing: limit))")
+            if let limit, offset + limit <= 256, (offset + limit) * 4 <= count { selected += 1 }
+        }
+        #expect(selected > 50, "the selection path ran \(selected) times")
+        #expect(QueryEvaluator.sortedPage([3, 1, 2], offset: 0, limit: .max, by: <) == [1, 2, 3])
+        #expect(QueryEvaluator.sortedPage([3, 1, 2], offset: 5, limit: 1, by: <) == [])
+    }
+}

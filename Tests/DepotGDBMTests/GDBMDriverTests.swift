@@ -43,6 +43,21 @@ import Testing
                 #expect(fast == bytewise(slice), "bytes \(start)..<\(end)")
             }
         }
+        // The folded path (x86-64 with PCLMULQDQ, 64 bytes or more) against the table alone
+        // and the byte-wise reference: every length up to 1,100, two alignments, a nonzero start.
+        #if arch(x86_64)
+        #expect(CRC32.folds, "this x86-64 CPU has PCLMULQDQ, so the folded path is the one under test")
+        #endif
+        let long = (0..<1_200).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        for start in [0, 3] {
+            for end in start...(start + 1_100) {
+                let slice = long[start..<end]
+                let fast = slice.withUnsafeBytes { CRC32.update(0, $0) }
+                #expect(fast == bytewise(slice), "bytes \(start)..<\(end)")
+                let seed: UInt32 = 0x1234_5678
+                #expect(slice.withUnsafeBytes { CRC32.update(seed, $0) == CRC32.tableUpdate(seed, $0) }, "bytes \(start)..<\(end) from a seed")
+            }
+        }
         // Continuing a checksum equals checksumming the concatenation.
         let split = bytes[0..<123].withUnsafeBytes { first in bytes[123...].withUnsafeBytes { CRC32.update(CRC32.update(0, first), $0) } }
         #expect(split == bytewise(bytes[...]))

@@ -49,4 +49,22 @@ import Testing
         #expect(outcomes.values.reduce(0, +) == 40, "\(outcomes)")
         print("gdbm fuzz outcomes: \(outcomes)")
     }
+
+    /// A string that is not UTF-8, under a checksum that matches (a file written by
+    /// something other than Depot): `malformed`, never a repaired string.
+    @Test func invalidUTF8UnderAValidChecksumIsMalformed() throws {
+        let key: [UInt8] = [0x02, 0x78]
+        var bytes = BinaryCodec.encodeRecord(key: key, fields: ["name": .string("AB")])
+        let decoded = try key.withUnsafeBytes { k in try bytes.withUnsafeBytes { v in try BinaryCodec.decodeFields(key: k, value: v) } }
+        #expect(decoded == ["name": .string("AB")])
+        let at = try #require((5..<bytes.count - 1).first { bytes[$0] == 0x41 && bytes[$0 + 1] == 0x42 })
+        bytes[at] = 0xC3  // a lead byte followed by a byte that cannot continue it
+        bytes[at + 1] = 0x28
+        var crc = key.withUnsafeBytes { CRC32.update(0, $0) }
+        bytes.withUnsafeBytes { crc = CRC32.update(crc, UnsafeRawBufferPointer(rebasing: $0[5...])) }
+        withUnsafeBytes(of: crc.littleEndian) { for n in 0..<4 { bytes[1 + n] = $0[n] } }
+        #expect(throws: BinaryCodec.RecordProblem.malformed) {
+            try key.withUnsafeBytes { k in try bytes.withUnsafeBytes { v in try BinaryCodec.decodeFields(key: k, value: v) } }
+        }
+    }
 }

@@ -245,6 +245,11 @@ struct WireJSONTests {
         for bad in ["", "{", "[1,]", "01", "1.", "\"\\x\"", "tru", "{\"a\" 1}", "1 2"] {
             #expect(throws: DepotError.self) { try WireJSON.decode(bad) }
         }
+        // Bytes that are not UTF-8 inside a string (plain and after an escape): an error, never a repaired string.
+        for bad: [UInt8] in [[0x22, 0xC3, 0x28, 0x22], [0x22, 0x5C, 0x6E, 0xFF, 0x22], [0x22, 0xF0, 0x90, 0x80, 0x41, 0x22]] {
+            #expect(throws: DepotError.self) { try WireJSON.decode(bad) }
+        }
+        #expect(try WireJSON.decode([0x22, 0xC3, 0xA9, 0x22]) == .string("é"))
         #expect(WireJSON.literal("12") == .int(12))
         #expect(WireJSON.literal("abc") == .string("abc"))
         #expect(WireJSON.literal("\"12\"") == .string("12"))
