@@ -35,7 +35,7 @@ public final class DepotStoreTarget: BenchTarget {
         case "memory":
             return try DepotStoreTarget(engine: engine, settings: ["storage": "in process memory"]) { _, _ in "memory:" }
         case "sqlite":
-            return try DepotStoreTarget(engine: engine, settings: ["journal_mode": "WAL", "synchronous": "FULL if durability full, NORMAL if normal", "layout": "one table, one column per field, WITHOUT ROWID (string ids)"]) { dir, durability in
+            return try DepotStoreTarget(engine: engine, settings: ["page_size": "8192 (new files)", "journal_mode": "WAL", "synchronous": "FULL if durability full, NORMAL if normal", "layout": "one table, one column per field, WITHOUT ROWID (string ids)"]) { dir, durability in
                 "sqlite:\(dir)/depot.sqlite?durability=\(durability.rawValue)"
             }
         case "gdbm":

@@ -4,7 +4,7 @@ import DepotCore
 
 /// One SQLite connection used the way a careful hand-written program uses the C API: the
 /// raw baselines' shared plumbing (``RawSQLiteTarget``, ``RawSQLiteModels``). Opens with
-/// `journal_mode=WAL` and `synchronous` FULL (durability full) or NORMAL (normal), keeps
+/// `page_size=8192` (Depot's for new files), `journal_mode=WAL` and `synchronous` FULL (durability full) or NORMAL (normal), keeps
 /// prepared statements for the whole run, and turns failures into ``BenchError``s.
 final class RawSQLiteConnection {
     private(set) var db: OpaquePointer?
@@ -19,6 +19,9 @@ final class RawSQLiteConnection {
         let rc = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
         db = handle
         try check(rc, "open")
+        // Depot's page size for new files (SQLiteDriver.newFilePageSize), so both sides have
+        // the same layout: the 1 KB YCSB rows stay in their B-tree pages.
+        try exec("PRAGMA page_size = 8192")
         try exec("PRAGMA journal_mode = WAL")
         try exec("PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
     }

@@ -7,19 +7,24 @@ import DepotCore
 /// bound (`SQLITE_TRANSIENT`), rows read into plain Swift strings.
 ///
 /// Same file layout as the Depot driver (one `WITHOUT ROWID` table keyed by the string id,
-/// one TEXT column per field) and the same pragmas: `journal_mode=WAL`, `synchronous=FULL`
+/// one TEXT column per field) and the same pragmas: `page_size=8192`, `journal_mode=WAL`, `synchronous=FULL`
 /// with durability full and `NORMAL` with normal. A YCSB update is one `UPDATE … SET
 /// fieldN = ?` statement in its own (implicit) transaction.
 public final class RawSQLiteTarget: BenchTarget {
     public let engine = "sqlite"
     public let isBaseline = true
     public var settings: [String: String] {
-        ["journal_mode": "WAL", "synchronous": "FULL if durability full, NORMAL if normal", "api": "sqlite3 C API, prepared statements, implicit transactions per operation", "sqlite_version": String(cString: sqlite3_libversion())]
+        ["page_size": "8192", "journal_mode": "WAL", "synchronous": "FULL if durability full, NORMAL if normal", "api": "sqlite3 C API, prepared statements, implicit transactions per operation", "sqlite_version": String(cString: sqlite3_libversion())]
     }
 
     private var sqlite: RawSQLiteConnection?
     private var path = ""
     private static let columns = YCSB.fieldNames.joined(separator: ", ")
+    // The SQL texts, built once (as Depot builds its per-collection SQL once), not per call.
+    private static let insertSQL = "INSERT INTO usertable(id, \(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    private static let readSQL = "SELECT id, \(columns) FROM usertable WHERE id = ?"
+    private static let scanSQL = "SELECT id, \(columns) FROM usertable WHERE id >= ? ORDER BY id LIMIT ?"
+    private static let updateSQL = YCSB.fieldNames.map { "UPDATE usertable SET \($0) = ? WHERE id = ?" }
 
     /// A raw SQLite target; `open` picks its file.
     public init() {}
@@ -54,7 +59,7 @@ public final class RawSQLiteTarget: BenchTarget {
     }
 
     private func insert(_ n: Int, _ values: [String]) throws {
-        let stmt = try connection().statement("INSERT INTO usertable(id, \(RawSQLiteTarget.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        let stmt = try connection().statement(RawSQLiteTarget.insertSQL)
         bind(stmt, 1, YCSB.key(n))
         for (i, v) in values.enumerated() { bind(stmt, Int32(i + 2), v) }
         try connection().check(sqlite3_step(stmt), "insert")
@@ -77,7 +82,7 @@ public final class RawSQLiteTarget: BenchTarget {
     }
 
     private func read(_ n: Int) throws -> RawRow {
-        let stmt = try connection().statement("SELECT id, \(RawSQLiteTarget.columns) FROM usertable WHERE id = ?")
+        let stmt = try connection().statement(RawSQLiteTarget.readSQL)
         bind(stmt, 1, YCSB.key(n))
         guard sqlite3_step(stmt) == SQLITE_ROW else { throw BenchError("sqlite raw: record \(n) is missing") }
         let found = row(stmt)
@@ -86,7 +91,7 @@ public final class RawSQLiteTarget: BenchTarget {
     }
 
     private func update(_ n: Int, field: Int, value: String) throws {
-        let stmt = try connection().statement("UPDATE usertable SET \(YCSB.fieldNames[field]) = ? WHERE id = ?")
+        let stmt = try connection().statement(RawSQLiteTarget.updateSQL[field])
         bind(stmt, 1, value)
         bind(stmt, 2, YCSB.key(n))
         try connection().check(sqlite3_step(stmt), "update")
@@ -101,7 +106,7 @@ public final class RawSQLiteTarget: BenchTarget {
         case .insert(let n):
             try insert(n, YCSB.fields(record: n))
         case .scan(let n, let count):
-            let stmt = try connection().statement("SELECT id, \(RawSQLiteTarget.columns) FROM usertable WHERE id >= ? ORDER BY id LIMIT ?")
+            let stmt = try connection().statement(RawSQLiteTarget.scanSQL)
             bind(stmt, 1, YCSB.key(n))
             sqlite3_bind_int64(stmt, 2, Int64(count))
             var rows: [RawRow] = []

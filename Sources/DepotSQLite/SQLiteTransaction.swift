@@ -365,10 +365,12 @@ final class SQLiteTransaction: WriteTransaction {
             }
             outcome = .inserted
         case .update:
-            guard try exists(idValue, meta) else {
+            // The UPDATE's changed-row count says whether the record exists: no lookup first.
+            let changed = try runWrite(meta.updateSQL, meta, id: id) { try sink.bind($0, id: idValue, idFirst: false) }
+            guard changed > 0 else {
                 throw DepotError(.notFound, "No record with id \(id).", collection: collection.rawValue, id: id)
             }
-            outcome = .updated
+            return .updated
         case .save:
             outcome = try exists(idValue, meta) ? .updated : .inserted
         }
@@ -385,6 +387,15 @@ final class SQLiteTransaction: WriteTransaction {
         }
         let meta = try metaForWrite(collection, kind: record.id.kind, fields: record.fields.keys)
         let id = Self.idValue(record.id)
+        if let values = Self.parameters(record, meta, idFirst: false, id: id) {
+            // Every field has a column: the UPDATE's changed-row count says whether the
+            // record exists, with no lookup first.
+            guard try runWrite(meta.updateSQL, values, meta, id: record.id) > 0 else {
+                throw DepotError(.notFound, "No record with id \(record.id).", collection: collection.rawValue, id: record.id)
+            }
+            return
+        }
+        // New fields: check first, so a missing record adds no columns.
         guard try exists(id, meta) else {
             throw DepotError(.notFound, "No record with id \(record.id).", collection: collection.rawValue, id: record.id)
         }
@@ -430,15 +441,17 @@ final class SQLiteTransaction: WriteTransaction {
     }
 
     /// Runs an INSERT or UPDATE, naming the unique constraint a violation broke.
-    private func runWrite(_ sql: String, _ parameters: [SQLValue], _ meta: CollectionMeta, id: RecordID?) throws {
+    @discardableResult
+    private func runWrite(_ sql: String, _ parameters: [SQLValue], _ meta: CollectionMeta, id: RecordID?) throws -> Int {
         try runWrite(sql, meta, id: id) { try $0.bind(parameters) }
     }
 
     /// Runs an INSERT or UPDATE whose parameters `bind` sets, naming the unique constraint a
-    /// violation broke.
-    private func runWrite(_ sql: String, _ meta: CollectionMeta, id: RecordID?, binding bind: (Statement) throws -> Void) throws {
+    /// violation broke. Returns the number of rows changed.
+    @discardableResult
+    private func runWrite(_ sql: String, _ meta: CollectionMeta, id: RecordID?, binding bind: (Statement) throws -> Void) throws -> Int {
         do {
-            try connection.run(sql, binding: bind)
+            return try connection.run(sql, binding: bind)
         } catch let error as DepotError where error.code == .uniqueViolation {
             let message = (error.cause as? SQLiteResult)?.message ?? ""
             let constraint = SQLiteErrorMapping.indexName(inUniqueMessage: message).flatMap { meta.constraintName(forSQLIndex: $0) }

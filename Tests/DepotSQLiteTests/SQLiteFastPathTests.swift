@@ -1,0 +1,138 @@
+import DepotCore
+@testable import DepotSQLite
+import Foundation
+import Testing
+
+/// The page size of new files, updates that learn whether the record exists from the
+/// UPDATE itself, cached statements after the schema changes, and the connection thread's
+/// hand-off under many callers.
+@Suite struct SQLiteFastPathTests {
+    let items: CollectionName
+    init() throws { items = try CollectionName("items") }
+
+    static func pageSize(_ path: String) throws -> Int64? {
+        guard case .int(let size)? = try SQLiteDriverTests.shell(path, "PRAGMA page_size").first?.first else { return nil }
+        return size
+    }
+
+    static func columns(_ path: String, table: String) throws -> [String] {
+        try SQLiteDriverTests.shell(path, "SELECT name FROM pragma_table_info('\(table)')").compactMap { row in
+            if case .text(let name)? = row.first { return name }
+            return nil
+        }
+    }
+
+    @Test func newFilesUse8KiBPagesAndExistingFilesKeepTheirs() async throws {
+        let dir = try ScratchDirectory()
+        let driver = try await SQLiteDriver(path: dir.store)
+        try await driver.write { tx in try tx.insert(Record(id: "a", fields: ["text": .string(String(repeating: "x", count: 1500))]), into: self.items) }
+        try await driver.close()
+        #expect(try Self.pageSize(dir.store) == Int64(SQLiteDriver.newFilePageSize))
+
+        // A file made elsewhere with 4 KiB pages keeps them, and Depot reads and writes it.
+        let old = dir.path + "/old.sqlite"
+        let plain = try SQLiteConnection(path: old, create: true, busyTimeoutMilliseconds: 1000)
+        try plain.execute("PRAGMA page_size = 4096; CREATE TABLE t(x)")
+        plain.close()
+        let reopened = try await SQLiteDriver(path: old)
+        try await reopened.write { tx in try tx.insert(Record(id: 1, fields: ["n": 1]), into: self.items) }
+        let back = try await reopened.read { tx in try tx.get(1, from: self.items) }
+        #expect(back == Record(id: 1, fields: ["n": 1]))
+        try await reopened.close()
+        #expect(try Self.pageSize(old) == 4096)
+    }
+
+    @Test func updateOfAMissingRecordIsNotFoundAndAddsNoColumn() async throws {
+        let dir = try ScratchDirectory()
+        let driver = try await SQLiteDriver(path: dir.store)
+        try await driver.write { tx in try tx.insert(Record(id: "a", fields: ["n": 1]), into: self.items) }
+        // Known fields: the UPDATE finds no row.
+        #expect(await errorCode { try await driver.write { tx in try tx.update(Record(id: "b", fields: ["n": 2]), in: self.items) } } == .notFound)
+        // A new field: still notFound, and no column was added for it.
+        #expect(await errorCode { try await driver.write { tx in try tx.update(Record(id: "b", fields: ["fresh": 2]), in: self.items) } } == .notFound)
+        // The model path (a field sink) answers the same.
+        let outcome = await errorCode {
+            _ = try await driver.write { tx in
+                try tx.write(.update, into: self.items) { sink in
+                    try sink.set(.int(3), forField: "n")
+                    return .string("b")
+                }
+            }
+        }
+        #expect(outcome == .notFound)
+        // An existing record is updated by both paths, and a caught notFound leaves the
+        // transaction usable.
+        try await driver.write { tx in
+            try tx.update(Record(id: "a", fields: ["n": 5]), in: self.items)
+            #expect(throws: DepotError.self) { try tx.update(Record(id: "zz", fields: ["n": 6]), in: self.items) }
+            let result = try tx.write(.update, into: self.items) { sink in
+                try sink.set(.int(7), forField: "n")
+                return .string("a")
+            }
+            #expect(result == .updated)
+        }
+        let a = try await driver.read { tx in try tx.get("a", from: self.items) }
+        let b = try await driver.read { tx in try tx.get("b", from: self.items) }
+        #expect(a == Record(id: "a", fields: ["n": 7]))
+        #expect(b == nil)
+        try await driver.close()
+        #expect(try !Self.columns(dir.store, table: "items").contains("fresh"))
+    }
+
+    @Test func cachedStatementsFollowAddedColumns() async throws {
+        let dir = try ScratchDirectory()
+        let driver = try await SQLiteDriver(path: dir.store)
+        try await driver.write { tx in
+            for n in 0..<5 { try tx.insert(Record(id: .string("k\(n)"), fields: ["n": .int(Int64(n))]), into: self.items) }
+        }
+        let scan = Query(filter: Field.id >= "k1", sort: [SortKey("id")], limit: 2)
+        let before = try await driver.read { tx in try tx.query(scan, in: self.items) }
+        #expect(before.map(\.id) == ["k1", "k2"])
+        _ = try await driver.read { tx in try tx.get("k1", from: self.items) }
+        // ALTER TABLE ADD COLUMN through a write of a new field, then the same query shape
+        // and the same get: the cached statements must return the new column.
+        try await driver.write { tx in
+            try tx.update(Record(id: "k1", fields: ["n": 1, "added": "yes"]), in: self.items)
+            // Inside the same write transaction too.
+            #expect(try tx.get("k1", from: self.items)?.fields["added"] == "yes")
+        }
+        let after = try await driver.read { tx in try tx.query(scan, in: self.items) }
+        #expect(after.first == Record(id: "k1", fields: ["n": 1, "added": "yes"]))
+        #expect(after.last == Record(id: "k2", fields: ["n": 2]))
+        let got = try await driver.read { tx in try tx.get("k1", from: self.items) }
+        #expect(got?.fields["added"] == "yes")
+        try await driver.close()
+    }
+
+    @Test func connectionThreadServesManyConcurrentCallersInOrder() async throws {
+        let dir = try ScratchDirectory()
+        let driver = try await SQLiteDriver(path: dir.store)
+        try await driver.write { tx in try tx.insert(Record(id: "c", fields: ["n": 0]), into: self.items) }
+        // Many tasks increment one counter through the writer thread: no lost update, no
+        // lost wake-up (a hang would time the test out).
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    for _ in 0..<50 {
+                        try await driver.write { tx in
+                            guard var record = try tx.get("c", from: self.items), case .int(let n)? = record.fields["n"] else { throw DepotError(.internal, "missing") }
+                            record.fields["n"] = .int(n + 1)
+                            try tx.update(record, in: self.items)
+                        }
+                        _ = try await driver.read { tx in try tx.get("c", from: self.items) }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let final = try await driver.read { tx in try tx.get("c", from: self.items) }
+        #expect(final?.fields["n"] == .int(400))
+        // Idle pauses longer than the spin, then more work: the parked thread wakes.
+        for _ in 0..<3 {
+            try await Task.sleep(nanoseconds: 2_000_000)
+            #expect(try await driver.read { tx in try tx.get("c", from: self.items) } != nil)
+        }
+        try await driver.close()
+        #expect(await errorCode { _ = try await driver.read { tx in try tx.get("c", from: self.items) } } == .closed)
+    }
+}
