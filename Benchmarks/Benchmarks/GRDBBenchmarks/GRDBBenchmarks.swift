@@ -6,9 +6,9 @@ import GRDB
 // GRDB's Codable records on the same SQLite workloads as DepotBenchmarks, same pragmas
 // (WAL; synchronous NORMAL, FULL for the durable commit): the peer Depot's SQLite driver
 // is measured against. Names match DepotBenchmarks with "GRDB" for the side.
-// Page size: GRDB keeps SQLite's default (4 KiB), what a GRDB user gets; Depot (and the raw
-// baseline, to match Depot's layout) create new files with 8 KiB pages, so the YCSB tables'
-// 1 KB WITHOUT ROWID rows spill into overflow pages on the GRDB side only.
+// Page size: every side creates its file with 8 KiB pages (Depot's default for new files;
+// set here before the first table, and on the raw side), so the YCSB tables' 1 KB rows stay
+// in their B-tree pages on all three sides: same pragmas, same layout.
 
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
@@ -45,7 +45,7 @@ final class Fixture<T>: @unchecked Sendable {
 
 func openQueue(_ path: String, synchronous: String) throws -> DatabaseQueue {
     var config = Configuration()
-    config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = \(synchronous)") }
+    config.prepareDatabase { db in try db.execute(sql: "PRAGMA page_size = 8192; PRAGMA synchronous = \(synchronous)") }
     let queue = try DatabaseQueue(path: path, configuration: config)
     _ = try queue.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
     return queue

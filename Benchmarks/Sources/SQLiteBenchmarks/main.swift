@@ -84,7 +84,7 @@ final class Raw {
     var db: OpaquePointer?
     init(_ path: String) throws {
         guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK else { throw BenchError("open") }
-        try exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL")
+        try exec("PRAGMA page_size=8192; PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL")
     }
     deinit { sqlite3_close_v2(db) }
     func exec(_ sql: String) throws {
@@ -135,7 +135,7 @@ func openStore(_ path: String) async throws -> Store {
 
 func grdbQueue(_ path: String) throws -> DatabaseQueue {
     var config = Configuration()
-    config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous=FULL") }
+    config.prepareDatabase { db in try db.execute(sql: "PRAGMA page_size=8192; PRAGMA synchronous=FULL") }
     let queue = try DatabaseQueue(path: path, configuration: config)
     try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode=WAL") }
     return queue
