@@ -155,8 +155,8 @@ final class SQLiteTransaction: WriteTransaction {
     static func decode(_ row: Statement, _ meta: CollectionMeta) throws -> Record {
         let id = try decodeID(row, meta)
         let tags = decodeTags(row)
-        var fields: [String: FieldValue] = [:]
-        fields.reserveCapacity(meta.fields.count)
+        // minimumCapacity: reserveCapacity on an empty dictionary took an unspecialized path (~0.6 µs per 10-field record).
+        var fields = [String: FieldValue](minimumCapacity: meta.fields.count)
         for index in meta.fields.indices {
             guard let value = try decodeColumn(row.handle, meta, index: index, tags: tags) else { continue }
             fields[meta.fields[index]] = value
