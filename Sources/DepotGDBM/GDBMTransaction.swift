@@ -477,8 +477,8 @@ final class GDBMTransaction: WriteTransaction {
         guard let meta = catalog[collection] else { return [] }
         let access = access(for: query.filter, meta: meta)
         if case .scan = access, GDBMTransaction.filtersOnIDOnly(query.filter), query.sort.allSatisfy({ $0.field == "id" }) {
-            // An id range in id order (YCSB E's scans): the keys are scanned, the matching
-            // ids sorted, and only the page's records fetched and decoded.
+            // An id range in id order (YCSB E's scans): the keys are scanned, the page of
+            // matching ids selected in order, and only its records fetched and decoded.
             let ids = try matchingIDsFromKeys(query.filter, in: collection)
             let descending = query.sort.first?.descending ?? false
             let pageIDs = QueryEvaluator.sortedPage(ids, offset: query.offset, limit: query.limit) { descending ? $1 < $0 : $0 < $1 }
