@@ -192,7 +192,9 @@ struct SQLiteQueryTranslator {
     // MARK: Sorting
 
     /// The ORDER BY list: per key, the kind rank then the value (arrays and objects tie),
-    /// then the id ascending.
+    /// then the id ascending. A key on `id` ends the list: ids are unique, so later keys and
+    /// the tie-breaker are redundant, and repeating `"id"` made SQLite sort a primary-key
+    /// range in a temporary B-tree instead of reading it in key order.
     mutating func orderBy(_ sort: [SortKey]) -> String {
         var terms: [String] = []
         for key in sort {
@@ -202,6 +204,7 @@ struct SQLiteQueryTranslator {
                 continue
             case .id:
                 terms.append("\"id\"" + direction)
+                return terms.joined(separator: ", ")
             case .column(let q, let name):
                 let isBoolTag = tagged(name, "b")
                 let isJSONTag = tagged(name, "j")
@@ -210,7 +213,6 @@ struct SQLiteQueryTranslator {
                 let jsonAgain = tagged(name, "j")
                 terms.append("(CASE WHEN typeof(\(q)) = 'text' AND \(jsonAgain) THEN NULL ELSE \(q) END)" + direction)
             }
-            if case .id = ref(key.field) { break }
         }
         terms.append("\"id\"")
         return terms.joined(separator: ", ")

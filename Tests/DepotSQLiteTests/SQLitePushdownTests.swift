@@ -95,6 +95,40 @@ import Testing
         try await driver.close()
     }
 
+    /// Queries that SQLite can answer in primary-key order: the plan reads the table (or an id
+    /// range of it) in id order, with no temporary B-tree for the ORDER BY, and the results are
+    /// the evaluator's.
+    @Test(arguments: [true, false])
+    func idOrderUsesThePrimaryKey(intIDs: Bool) async throws {
+        let driver = try await SQLiteDriver(path: ":memory:")
+        let things = try CollectionName("things")
+        let records = (0..<40).map { i in
+            Record(id: intIDs ? .int(Int64(i)) : .string("user\(i)"), fields: ["n": .int(Int64(i % 7)), "s": i.isMultiple(of: 3) ? .bool(true) : .string("v\(i)")])
+        }
+        try await driver.write { tx in for record in records { try tx.insert(record, into: things) } }
+        let low: FieldValue = intIDs ? .int(15) : .string("user15")
+        let high: FieldValue = intIDs ? .int(30) : .string("user30")
+        let queries: [(String, Query, searches: Bool)] = [
+            ("id >= low, sorted by id, limit 10", Query(filter: .greaterOrEqual("id", low), sort: [SortKey("id")], limit: 10), true),
+            ("id >= low, sorted by id descending", Query(filter: .greaterOrEqual("id", low), sort: [SortKey("id", descending: true)], limit: 10), true),
+            ("id > low and id < high, sorted by id", Query(filter: .and([.greater("id", low), .less("id", high)]), sort: [SortKey("id")]), true),
+            ("id <= high, no sort", Query(filter: .lessOrEqual("id", high), limit: 5), true),
+            ("sorted by id, no filter", Query(sort: [SortKey("id")], limit: 10), false),
+            ("sorted by id descending, no filter", Query(sort: [SortKey("id", descending: true)], offset: 3, limit: 10), false),
+            ("no filter, no sort", Query(limit: 10), false),
+            ("a filter on a field, sorted by id descending", Query(filter: .equal("n", .int(3)), sort: [SortKey("id", descending: true)]), false),
+            ("sorted by id, then by a field (redundant)", Query(filter: .greaterOrEqual("id", low), sort: [SortKey("id"), SortKey("n")], limit: 10), true),
+        ]
+        for (name, query, searches) in queries {
+            let plan = try await driver.read { tx in try tx.explain(query, in: things) }
+            #expect(!plan.detail.contains("TEMP B-TREE"), "\(name): \(plan.detail)")
+            if searches { #expect(plan.detail.contains("SEARCH") && plan.detail.contains("PRIMARY KEY"), "\(name): \(plan.detail)") }
+            let got = try await driver.read { tx in try tx.query(query, in: things) }
+            #expect(got == QueryEvaluator.execute(query, over: records), "\(name)")
+        }
+        try await driver.close()
+    }
+
     @Test func explainShowsSQL() async throws {
         let driver = try await SQLiteDriver(path: ":memory:")
         let things = try CollectionName("things")
