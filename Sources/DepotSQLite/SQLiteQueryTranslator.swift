@@ -153,6 +153,21 @@ struct SQLiteQueryTranslator {
 
     private mutating func anyEqual(_ r: Ref, _ operands: [FieldValue]) -> String {
         if operands.isEmpty { return "0" }
+        if case .id(let kind) = r {
+            // `"id" IN (...)` with the operands of the id's kind (the others match nothing; the
+            // id is never NULL): one primary-key search that returns rows in id order, where an
+            // OR of `IS` tests is a multi-index OR followed by a sort.
+            var marks: [String] = []
+            for operand in operands {
+                switch (kind, operand) {
+                case (.int, .int), (.int, .double), (.string, .string):
+                    marks.append(bind(SQLiteQueryTranslator.sqlValue(operand)))
+                default:
+                    continue
+                }
+            }
+            return marks.isEmpty ? "0" : "(\"id\" IN (" + marks.joined(separator: ", ") + "))"
+        }
         var parts: [String] = []
         for operand in operands { parts.append(equal(r, operand)) }
         return "(" + parts.joined(separator: " OR ") + ")"
