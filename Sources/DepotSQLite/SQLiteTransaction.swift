@@ -128,6 +128,11 @@ final class SQLiteTransaction: WriteTransaction {
         try connection.query("EXPLAIN QUERY PLAN " + sql, translator.parameters) { row in
             if case .text(let step) = row.value(3) {
                 steps.append(step)
+                // A search of the primary key (`id` ranges, lists, equality) is the id index,
+                // as GDBM reports its id lookups.
+                if step.hasPrefix("SEARCH "), step.contains(" USING PRIMARY KEY ") || step.contains(" USING INTEGER PRIMARY KEY "), !indexes.contains("id") {
+                    indexes.append("id")
+                }
                 for marker in ["USING INDEX ", "USING COVERING INDEX "] {
                     if let range = step.range(of: marker) {
                         let name = step[range.upperBound...].prefix { $0 != " " }

@@ -160,7 +160,12 @@ import Testing
         for (name, query, searches) in queries {
             let plan = try await driver.read { tx in try tx.explain(query, in: things) }
             #expect(!plan.detail.contains("TEMP B-TREE"), "\(name): \(plan.detail)")
-            if searches { #expect(plan.detail.contains("SEARCH") && plan.detail.contains("PRIMARY KEY"), "\(name): \(plan.detail)") }
+            if searches {
+                #expect(plan.detail.contains("SEARCH") && plan.detail.contains("PRIMARY KEY"), "\(name): \(plan.detail)")
+                #expect(plan.indexesUsed == ["id"], "\(name): \(plan.indexesUsed)")
+            } else {
+                #expect(plan.indexesUsed.isEmpty, "\(name): \(plan.indexesUsed)")
+            }
             let got = try await driver.read { tx in try tx.query(query, in: things) }
             #expect(got == QueryEvaluator.execute(query, over: records), "\(name)")
         }
