@@ -257,6 +257,35 @@ import Testing
         await expectCode(.closed) { for try await _ in driver.stream(Query(), from: items) {} }
     }
 
+    @Test func unmappedReadsNestAndTurnTheMappingBackOn() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let file = try GDBMFile.open(path: dir.path + "/f.gdbm", name: "f.gdbm", create: true)
+        #expect(file.isMemoryMapped == true)
+        let first = UnmappedReads(file)
+        let second = UnmappedReads(file)
+        #expect(file.isMemoryMapped == false)
+        // Writes and reads work unmapped, and are still there mapped again.
+        for i in 0..<500 { try file.store(Array("k\(i)".utf8), Array(repeating: UInt8(i % 251), count: 300)) }
+        #expect(try file.fetch(Array("k499".utf8)) == Array(repeating: UInt8(499 % 251), count: 300))
+        first.end()
+        first.end()  // a second end of the same hold changes nothing
+        #expect(file.isMemoryMapped == false)
+        second.end()
+        #expect(file.isMemoryMapped == true)
+        #expect(try file.fetch(Array("k7".utf8)) == Array(repeating: 7, count: 300))
+        #expect(try file.count() == 500)
+        file.endUnmappedReads()  // unbalanced: ignored
+        #expect(file.isMemoryMapped == true)
+        // A hold released without end() ends itself; ending after close is harmless.
+        do { _ = UnmappedReads(file) }
+        #expect(file.isMemoryMapped == true)
+        let late = UnmappedReads(file)
+        file.close()
+        late.end()
+        #expect(file.isMemoryMapped == nil)
+    }
+
     @Test func storeStringOptions() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
