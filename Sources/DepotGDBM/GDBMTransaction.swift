@@ -490,6 +490,10 @@ final class GDBMTransaction: WriteTransaction {
             if QueryEvaluator.matches(query.filter, record) { matched.append(record) }
             return true
         }
+        if query.sort.allSatisfy({ $0.field == "id" }) {
+            // Id order (no sort keys, or only the id): sorted through the key bytes.
+            return KeyOrder.page(matched, descending: query.sort.first?.descending ?? false, offset: query.offset, limit: query.limit)
+        }
         return QueryEvaluator.sortedPage(matched, offset: query.offset, limit: query.limit) { QueryEvaluator.precedes($0, $1, sort: query.sort) }
     }
 
