@@ -81,7 +81,7 @@ let package = Package(
         // cli branch: end-to-end tests of `depot` (they run the built executable).
         .testTarget(name: "DepotCLITests", dependencies: ["Depot", "DepotCLI", "DepotConformance"], swiftSettings: settings),
         // bench branch: the engine of `depot bench` (workloads, raw baselines, report, chart).
-        .target(name: "DepotBench", dependencies: ["Depot", "DepotCore", "CSQLite", "CGDBM"], swiftSettings: settings),
+        .target(name: "DepotBench", dependencies: ["Depot", "DepotCore", "DepotConformance", "CSQLite", "CGDBM"], swiftSettings: settings),
         .testTarget(name: "DepotBenchTests", dependencies: ["DepotBench", "Depot"], swiftSettings: settings),
         // end bench branch
         // MARK: gdbm branch: the GDBM driver (system libgdbm via apt libgdbm-dev).

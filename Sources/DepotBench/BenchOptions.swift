@@ -36,6 +36,12 @@ public struct BenchOptions: Sendable, Hashable {
     public var streamingRecords = 1_000_000
     /// The streaming check passes when peak RSS stays under this many bytes.
     public var streamingLimitBytes = 64 << 20
+    /// The program (and its leading arguments) that measures the streaming check's stream in
+    /// a fresh process: it is run with the store string appended, and prints a
+    /// ``StreamMeasurement`` as one line of JSON on standard output (`depot bench` runs itself
+    /// with `bench --stream-store`). The peak is then the whole process's, from its start.
+    /// `nil`: the stream is measured in this process, from a peak reset just before it.
+    public var streamingCommand: [String]?
     /// Where stores are made (a new directory inside it); the system's temporary
     /// directory when `nil`. Removed afterwards.
     public var directory: String?

@@ -87,6 +87,10 @@ public struct StreamingResult: Codable, Sendable, Hashable {
     public var startRSSBytes: Int?
     /// Peak RSS while streaming.
     public var peakRSSBytes: Int?
+    /// Where the stream was measured: `"fresh process"` (peak over the whole process, from
+    /// its start) or `"this process"` (peak reset just before the stream); `nil` in reports
+    /// written before the field existed (this process).
+    public var measuredIn: String?
     public var limitBytes: Int
     /// `true` when every record came and the peak stayed under the limit.
     public var passed: Bool
@@ -119,7 +123,7 @@ extension BenchReport {
             lines.append("peak RSS per target: " + memory.map { "\($0.target) \($0.peakRSSBytes.map(BenchReport.bytes) ?? "?")" }.joined(separator: ", ") + " (\(memory.first?.method ?? ""))")
         }
         for check in streaming {
-            lines.append("streaming check, \(check.driver): \(check.recordsRead) of \(check.records) records in \(String(format: "%.1f", check.seconds)) s, RSS \(check.startRSSBytes.map(BenchReport.bytes) ?? "?") at start, peak \(check.peakRSSBytes.map(BenchReport.bytes) ?? "?") (limit \(BenchReport.bytes(check.limitBytes))): \(check.passed ? "PASS" : "FAIL")")
+            lines.append("streaming check, \(check.driver): \(check.recordsRead) of \(check.records) records in \(String(format: "%.1f", check.seconds)) s\(check.measuredIn.map { " (\($0))" } ?? ""), RSS \(check.startRSSBytes.map(BenchReport.bytes) ?? "?") at start, peak \(check.peakRSSBytes.map(BenchReport.bytes) ?? "?") (limit \(BenchReport.bytes(check.limitBytes))): \(check.passed ? "PASS" : "FAIL")")
         }
         for note in notes { lines.append("note: " + note) }
         return lines.joined(separator: "\n")

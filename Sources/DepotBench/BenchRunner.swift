@@ -1,4 +1,5 @@
 import Depot
+import DepotConformance
 import DepotCore
 import Foundation
 
@@ -42,10 +43,9 @@ public func runBench(_ options: BenchOptions, output: (String) -> Void) async th
     output("depot bench: \(benchBuildMode) build, \(options.rounds) round(s), \(options.records) records, \(options.operations) operations, durability \(options.durability.rawValue); load average \(loadAverage)")
     if benchBuildMode == "debug" { output("warning: this is a debug build; build with -c release for figures that mean something") }
 
-    // The streaming check runs first, while the process is small: its peak RSS is absolute.
-    // GDBM's runs before SQLite's: the second check starts with what the first left resident
-    // (about 10 MB after a 1,000,000-record load), and GDBM's stream grows RSS by about 25 MB
-    // against SQLite's 2 MB. Both figures (start and peak) are reported.
+    // The streaming check runs first. With a streaming command (depot bench), the stream
+    // runs in a fresh process, so its peak is that process's whole peak and nothing this
+    // process loaded before counts; without one, the peak is reset just before the stream.
     var failures: [String: String] = [:]
     var streaming: [StreamingResult] = []
     if options.streamingRecords > 0 {
@@ -133,6 +133,9 @@ public func runBench(_ options: BenchOptions, output: (String) -> Void) async th
         "Workload E scans are the query id >= key sorted by id with a limit: SQL ORDER BY/LIMIT on SQLite (both sides); engines without key order (gdbm, json, memory) walk the whole collection per scan on both sides, so E there runs at most \(options.unorderedScanLimit) operations.",
         "The JSON driver rewrites its whole file per commit, so it is measured with at most \(options.jsonRecordLimit) records and \(options.jsonOperationLimit) operations per workload, against the floor: JSONText-encoding each changed record (texts of unchanged records kept) and writing the whole file the same atomic way.",
         "Peak RSS: /proc/self/status VmHWM, reset through /proc/self/clear_refs (after malloc_trim) before each of a target's rounds; it includes the process's own baseline.",
+        options.streamingCommand == nil
+            ? "Streaming check: \(options.streamingRecords) records of 3 fields loaded, then streamed through the query n >= 0 in this process; its peak is VmHWM reset just before the stream."
+            : "Streaming check: \(options.streamingRecords) records of 3 fields loaded, then streamed through the query n >= 0 by a fresh process that opens the store; its peak is that process's whole VmHWM, from its start.",
     ]
     if benchBuildMode == "debug" { notes.append("DEBUG BUILD: these figures are not representative.") }
     for (name, error) in failures.sorted(by: { $0.key < $1.key }) { notes.append("FAILED: \(name): \(error); its figures are left out.") }
@@ -251,14 +254,15 @@ func measureRound(_ target: any BenchTarget, options: BenchOptions, round: Int, 
     return (records, out)
 }
 
-/// Loads `options.streamingRecords` small records into a fresh store, reopens it, then
-/// streams them through a query and watches the peak RSS.
+/// Loads `options.streamingRecords` small records into a fresh store, then streams them
+/// through a query and watches the peak RSS: in a fresh process when
+/// ``BenchOptions/streamingCommand`` is set, else in this one.
 func streamingCheck(engine: String, options: BenchOptions, base: String) async throws -> StreamingResult {
     let directory = base + "/streaming-" + engine
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let storeString = engine == "sqlite" ? "sqlite:\(directory)/stream.sqlite?durability=normal" : "gdbm:\(directory)/stream-gdbm?durability=normal"
-    let name = try CollectionName("items")
+    let name = try CollectionName(streamingCollection)
     do {
         let store = try await Store.open(storeString, registry: .standard)
         var start = 0
@@ -274,22 +278,71 @@ func streamingCheck(engine: String, options: BenchOptions, base: String) async t
         }
         try await store.close()
     }
-    trimMalloc()
+    let measured: StreamMeasurement
+    let place: String
+    if let command = options.streamingCommand, let program = command.first {
+        let result = try await ChildProcess.run(program, Array(command.dropFirst()) + [storeString])
+        guard result.status == .exited(0) else {
+            throw BenchError("the streaming check's process ended with \(result.status): \(result.errorText.suffix(500))")
+        }
+        let line = result.outputText.split(separator: "\n").last.map(String.init) ?? ""
+        do {
+            measured = try JSONDecoder().decode(StreamMeasurement.self, from: Data(line.utf8))
+        } catch {
+            throw BenchError("the streaming check's process printed no measurement: \(line.prefix(200))")
+        }
+        place = "fresh process"
+    } else {
+        trimMalloc()
+        measured = try await measureStream(storeString: storeString, resetPeak: true)
+        place = "this process"
+    }
+    let passed = measured.recordsRead == options.streamingRecords && (measured.peakRSSBytes.map { $0 < options.streamingLimitBytes } ?? false)
+    return StreamingResult(driver: engine, records: options.streamingRecords, recordsRead: measured.recordsRead, seconds: measured.seconds, startRSSBytes: measured.startRSSBytes, peakRSSBytes: measured.peakRSSBytes, measuredIn: place, limitBytes: options.streamingLimitBytes, passed: passed)
+}
+
+/// The collection the streaming check loads and streams.
+let streamingCollection = "items"
+
+/// What one stream of the streaming check measured (the JSON a streaming process prints).
+public struct StreamMeasurement: Codable, Sendable, Hashable {
+    /// Records the stream gave.
+    public var recordsRead: Int
+    /// Wall-clock seconds of the stream.
+    public var seconds: Double
+    /// RSS with the store open, just before the stream.
+    public var startRSSBytes: Int?
+    /// Peak RSS (`VmHWM`): since the reset when `resetPeak`, else since the process started.
+    public var peakRSSBytes: Int?
+}
+
+/// Opens `storeString`, streams the streaming check's collection through its query
+/// (`n >= 0`, every record) and measures it in this process.
+/// - Parameter resetPeak: reset the RSS high-water mark just before the stream; `false`
+///   in a process of its own, whose peak then covers its whole life.
+/// - Throws: what opening the store or the stream throws.
+public func measureStream(storeString: String, resetPeak: Bool) async throws -> StreamMeasurement {
     let store = try await Store.open(storeString, registry: .standard)
-    let collection = store.collection(name)
-    trimMalloc()
-    ProcessMemory.resetPeak()
+    let collection = store.collection(try CollectionName(streamingCollection))
+    if resetPeak {
+        trimMalloc()
+        ProcessMemory.resetPeak()
+    }
     let startRSS = ProcessMemory.residentBytes()
     let t0 = monotonicNanoseconds()
     var count = 0
-    for try await record in try collection.stream(Query(filter: Field("n") >= 0)) {
-        if case .int = record.id { count += 1 }
+    do {
+        for try await record in try collection.stream(Query(filter: Field("n") >= 0)) {
+            if case .int = record.id { count += 1 }
+        }
+    } catch {
+        try? await store.close()
+        throw error
     }
     let seconds = Double(monotonicNanoseconds() - t0) / 1e9
     let peak = ProcessMemory.peakResidentBytes()
     try await store.close()
-    let passed = count == options.streamingRecords && (peak.map { $0 < options.streamingLimitBytes } ?? false)
-    return StreamingResult(driver: engine, records: options.streamingRecords, recordsRead: count, seconds: seconds, startRSSBytes: startRSS, peakRSSBytes: peak, limitBytes: options.streamingLimitBytes, passed: passed)
+    return StreamMeasurement(recordsRead: count, seconds: seconds, startRSSBytes: startRSS, peakRSSBytes: peak)
 }
 
 func makeBenchDirectory(_ parent: String?) throws -> String {

@@ -22,6 +22,11 @@ extension BenchCommand {
         options.jsonPath = json
         options.chartPath = chart
         options.quick = quick
+        options.streamingRecords = streaming
+        // The streaming check's stream runs in a fresh `depot` process (see --stream-store).
+        if let executable = Bundle.main.executablePath {
+            options.streamingCommand = [executable, "bench", "--stream-store"]
+        }
         do {
             try options.validate()
         } catch let error as BenchError {

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Depot
+import DepotBench
+import Foundation
 
 /// `depot bench`: YCSB A–F and bulk workloads against every driver and the raw engines.
 ///
@@ -8,7 +10,7 @@ struct BenchCommand: DepotSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Benchmark drivers on YCSB A–F, bulk insert/fetch, point reads and durable commits, against the raw engines.",
-        usage: "depot bench [--drivers D,D] [--rounds N] [--records N] [--operations N] [--durability full|normal] [--json FILE] [--chart FILE.svg] [--quick]",
+        usage: "depot bench [--drivers D,D] [--rounds N] [--records N] [--operations N] [--durability full|normal] [--streaming N] [--json FILE] [--chart FILE.svg] [--quick]",
         discussion: """
             Reports medians and ratios taken round by round, with the settings beside the \
             numbers. Durable commits always run at durability full. See Docs/Benchmarks.md.
@@ -39,14 +41,29 @@ struct BenchCommand: DepotSubcommand {
     @Option(help: ArgumentHelp("Write a bar chart (SVG) to FILE.", valueName: "FILE.svg"))
     var chart: String?
 
+    @Option(help: ArgumentHelp("Records in the streaming check (0 skips it).", valueName: "N"))
+    var streaming = 1_000_000
+
     @Flag(help: "A smoke run that finishes in under a minute.")
     var quick = false
+
+    /// The streaming check's measuring process (depot bench runs itself with it): opens
+    /// STORE, streams its collection "items" and prints a StreamMeasurement as JSON.
+    @Option(name: .customLong("stream-store"), help: .hidden)
+    var streamStore: String?
 
     @OptionGroup var global: GlobalOptions
 
     func execute(_ context: CommandContext) async throws -> Int32 {
         guard durability == "full" || durability == "normal" else {
             throw CLIFailure.usage("--durability must be full or normal", "write --durability full or --durability normal")
+        }
+        if let streamStore {
+            let measured = try await DepotBench.measureStream(storeString: streamStore, resetPeak: false)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            Console.print(String(decoding: try encoder.encode(measured), as: UTF8.self))
+            return ExitStatus.success
         }
         return try await runBench(context)
     }

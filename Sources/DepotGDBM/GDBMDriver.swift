@@ -174,9 +174,9 @@ public final class GDBMDriver: StorageDriver {
     /// values are held: 8 bytes per match for integer ids in id order). Pages are read in
     /// separate jobs, so other transactions run between them: a record deleted meanwhile is
     /// skipped, one changed meanwhile is given in its new state if it still matches the
-    /// filter, and skipped otherwise. The file pages gdbm maps while streaming are released
-    /// every 1,024 records (scan) or 32 records (fetching pages), so memory stays bounded by the
-    /// ids, not the file's size.
+    /// filter, and skipped otherwise. While a stream runs, gdbm reads the collection's file
+    /// with `pread` instead of its memory mapping (``GDBMFile/beginUnmappedReads()``), so
+    /// memory stays bounded by the ids, not the file's size.
     public func stream(_ query: Query, from collection: CollectionName) -> RecordStream {
         if closed.withLock({ $0 }) { return RecordStream(failing: DepotError(.closed, "The GDBM store is closed.")) }
         let engine = self.engine
@@ -201,23 +201,25 @@ public final class GDBMDriver: StorageDriver {
     /// Runs on a stream's own thread: asks the store thread for ids, then pages, and hands
     /// the records to `sink` (blocking this thread, never the store's).
     private static func produce(_ query: Query, _ collection: CollectionName, engine: GDBMEngine, sink: RecordSink) throws {
-        let (ids, generation) = try engine.readers.runBlocking { () -> (StreamIDs, UInt64) in
+        let (ids, generation, unmapped) = try engine.readers.runBlocking { () -> (StreamIDs, UInt64, UnmappedReads?) in
             try engine.read { tx in
-                let ids = try tx.orderedIDs(query, in: collection)
-                try tx.releaseMapping(of: collection)
-                return (ids, tx.generation)
+                let unmapped = try tx.beginUnmappedReads(of: collection)
+                do {
+                    return (try tx.orderedIDs(query, in: collection), tx.generation, unmapped)
+                } catch {
+                    unmapped?.end()
+                    throw error
+                }
             }
         }
+        defer { unmapped?.end() }
         var start = 0
         while start < ids.count {
             let page = ids[start..<min(ids.count, start + 256)]
             start += page.count
-            // Released every 32 fetches inside the page and after it (see `records`).
             let records = try engine.readers.runBlocking { () -> [Record] in
                 try engine.read { tx in
-                    let records = try tx.records(page, in: collection, recheck: tx.generation == generation ? nil : query.filter)
-                    try tx.releaseMapping(of: collection)
-                    return records
+                    try tx.records(page, in: collection, recheck: tx.generation == generation ? nil : query.filter)
                 }
             }
             for record in records { try sink.send(record) }

@@ -41,19 +41,52 @@ final class GDBMFile {
     /// systems): about 4 MiB at most per open file.
     static let bucketCacheSize = 1024
 
-    /// Drops the pages of the file that gdbm's memory mapping made resident (they stay in
-    /// the kernel's page cache): unmaps and maps the file again. Scans call it every few
-    /// thousand records so a stream over a large file does not grow the process's RSS by
-    /// the file's size. gdbm msyncs and fsyncs the file while remapping: harmless (the file
-    /// holds only committed data) and cheap for a file that is not being written.
-    func releaseMapping() {
-        guard let handle else { return }
+    /// Streams reading this file with gdbm's memory mapping off (guarded by `lock`).
+    private var unmappedReaders = 0
+
+    /// Turns gdbm's memory mapping of this file off until the matching
+    /// ``endUnmappedReads()`` (nested calls count).
+    ///
+    /// A stream over a large file would otherwise make the whole file resident in this
+    /// process: gdbm maps the file and every fetch faults in its pages, with the kernel's
+    /// fault-around adding up to 64 KiB around each. Unmapped, gdbm reads buckets and values
+    /// with `pread` into its bucket cache (``bucketCacheSize`` blocks), so RSS stays bounded.
+    /// Other reads and writes of the file meanwhile work the same, through `pread`/`pwrite`.
+    /// gdbm fsyncs the file when the mode changes (harmless: nothing uncommitted is in it).
+    /// If gdbm refuses, the mapping simply stays on.
+    func beginUnmappedReads() {
         lock.lock()
         defer { lock.unlock() }
+        guard let handle else { return }
+        unmappedReaders += 1
+        if unmappedReaders == 1 {
+            var flag: Int32 = 0
+            _ = gdbm_setopt(handle, GDBM_SETMMAP, &flag, Int32(MemoryLayout<Int32>.size))
+        }
+    }
+
+    /// Ends one ``beginUnmappedReads()``; the last one turns the mapping back on.
+    /// Harmless after ``close()``.
+    func endUnmappedReads() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let handle, unmappedReaders > 0 else { return }
+        unmappedReaders -= 1
+        if unmappedReaders == 0 {
+            var flag: Int32 = 1
+            _ = gdbm_setopt(handle, GDBM_SETMMAP, &flag, Int32(MemoryLayout<Int32>.size))
+        }
+    }
+
+    /// Whether gdbm currently reads this file through its memory mapping (`nil` once closed
+    /// or when gdbm cannot say).
+    var isMemoryMapped: Bool? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let handle else { return nil }
         var flag: Int32 = 0
-        _ = gdbm_setopt(handle, GDBM_SETMMAP, &flag, Int32(MemoryLayout<Int32>.size))
-        flag = 1
-        _ = gdbm_setopt(handle, GDBM_SETMMAP, &flag, Int32(MemoryLayout<Int32>.size))
+        guard gdbm_setopt(handle, GDBM_GETMMAP, &flag, Int32(MemoryLayout<Int32>.size)) == 0 else { return nil }
+        return flag != 0
     }
 
     private func dbf() throws -> OpaquePointer {
@@ -129,18 +162,14 @@ final class GDBMFile {
     }
 
     /// Calls `body` with each key (in hash order) until it returns `false`.
-    /// The file must not change during the walk. With `releaseEvery`, the file's mapped
-    /// pages are released (``releaseMapping()``) after every that many keys.
-    func forEachKey(releaseEvery: Int? = nil, _ body: (UnsafeRawBufferPointer) throws -> Bool) throws {
+    /// The file must not change during the walk.
+    func forEachKey(_ body: (UnsafeRawBufferPointer) throws -> Bool) throws {
         let dbf = try dbf()
         lock.lock()
         var key = gdbm_firstkey(dbf)
         var code = key.dptr == nil ? Int(gdbm_last_errno(dbf)) : 0
         lock.unlock()
-        var walked = 0
         while let ptr = key.dptr {
-            walked += 1
-            if let releaseEvery, walked % releaseEvery == 0 { releaseMapping() }
             let keep: Bool
             do {
                 keep = try body(UnsafeRawBufferPointer(start: ptr, count: Int(key.dsize)))

@@ -49,10 +49,6 @@ final class GDBMTransaction: WriteTransaction {
     /// The transaction was abandoned by the inline budget: every later call throws too,
     /// and the engine discards whatever the closure returned or threw.
     private(set) var escalated = false
-    /// Scans of this transaction release the file's mapped pages every this many records
-    /// (streams: bounded RSS over large files).
-    var releaseMappingEvery: Int?
-
     /// The error that abandons an inline transaction (never seen by callers).
     struct Escalation: Error {}
 
@@ -164,7 +160,7 @@ final class GDBMTransaction: WriteTransaction {
         let (visible, changes) = merged(file)
         var stopped = false
         if visible, let committed = try committedFile(file) {
-            try committed.forEachKey(releaseEvery: releaseMappingEvery) { key in
+            try committed.forEachKey { key in
                 let keyBytes = Array(key)
                 if !changes.isEmpty && changes[keyBytes] != nil { return true }
                 let keep = try committed.fetch(keyBytes) { value in try body(key, value) }
@@ -188,7 +184,7 @@ final class GDBMTransaction: WriteTransaction {
         try requireUnbounded()
         let (visible, changes) = merged(file)
         if visible, let committed = try committedFile(file) {
-            try committed.forEachKey(releaseEvery: releaseMappingEvery) { key in
+            try committed.forEachKey { key in
                 if !changes.isEmpty && changes[Array(key)] != nil { return true }
                 try body(key)
                 return true
@@ -494,6 +490,10 @@ final class GDBMTransaction: WriteTransaction {
             if QueryEvaluator.matches(query.filter, record) { matched.append(record) }
             return true
         }
+        if query.sort.allSatisfy({ $0.field == "id" }) {
+            // Id order (no sort keys, or only the id): sorted through the key bytes.
+            return KeyOrder.page(matched, descending: query.sort.first?.descending ?? false, offset: query.offset, limit: query.limit)
+        }
         return QueryEvaluator.sortedPage(matched, offset: query.offset, limit: query.limit) { QueryEvaluator.precedes($0, $1, sort: query.sort) }
     }
 
@@ -504,8 +504,6 @@ final class GDBMTransaction: WriteTransaction {
         try checkValid()
         try query.validate()
         guard let meta = catalog[collection] else { return .ids([]) }
-        releaseMappingEvery = GDBMTransaction.streamReleaseInterval
-        defer { releaseMappingEvery = nil }
         let access = access(for: query.filter, meta: meta)
         func window(_ count: Int) -> Range<Int> {
             guard query.offset < count else { return 0..<0 }
@@ -559,30 +557,21 @@ final class GDBMTransaction: WriteTransaction {
         return .ids(ids)
     }
 
-    /// A stream's scan releases the mapped pages of the file it reads every this many records
-    /// (a scan walks bucket by bucket: few new pages per record).
-    static let streamReleaseInterval = 1024
-    /// A stream's page fetches release the mapped pages every this many records (each fetch
-    /// may fault in a bucket and a data page, with fault-around 2 × 64 KiB).
-    static let pageReleaseInterval = 32
-
-    /// Releases the mapped pages of the collection's record file (see ``GDBMFile/releaseMapping()``).
-    func releaseMapping(of collection: CollectionName) throws {
+    /// Turns gdbm's memory mapping of the collection's record file off for a stream (see
+    /// ``GDBMFile/beginUnmappedReads()``); `nil` when the collection has no file yet.
+    /// The caller ends it with ``UnmappedReads/end()``.
+    func beginUnmappedReads(of collection: CollectionName) throws -> UnmappedReads? {
         try checkValid()
-        try committedFile(.records(collection))?.releaseMapping()
+        guard let file = try committedFile(.records(collection)) else { return nil }
+        return UnmappedReads(file)
     }
 
     /// The records of `ids` that still exist and match `filter` (a stream's page).
-    ///
-    /// Fetches by id land on random buckets and data all over the file, and the kernel maps
-    /// up to 16 pages around each page it faults in (fault-around): the file's mapped pages
-    /// are released every ``pageReleaseInterval`` fetches, which bounds that growth to a few MB.
     func records(_ ids: [RecordID], in collection: CollectionName, recheck filter: Filter?) throws -> [Record] {
         try checkValid()
         var out: [Record] = []
         out.reserveCapacity(ids.count)
-        for (n, id) in ids.enumerated() {
-            if n > 0 && n % GDBMTransaction.pageReleaseInterval == 0 { try releaseMapping(of: collection) }
+        for id in ids {
             guard let record = try loadRecord(collection, key: BinaryCodec.key(for: id)) else { continue }
             if let filter, !QueryEvaluator.matches(filter, record) { continue }
             out.append(record)
@@ -862,6 +851,33 @@ final class GDBMTransaction: WriteTransaction {
         }
         return problems
     }
+}
+
+/// A stream's hold on gdbm's memory mapping being off for one record file
+/// (``GDBMFile/beginUnmappedReads()``), ended once by ``end()`` or when released.
+final class UnmappedReads: @unchecked Sendable {
+    // @unchecked: `file` is only used through beginUnmappedReads/endUnmappedReads, which
+    // take the file's lock (and do nothing once the file is closed); `ended` is guarded by
+    // `lock`.
+    private let file: GDBMFile
+    private let lock = NSLock()
+    private var ended = false
+
+    init(_ file: GDBMFile) {
+        self.file = file
+        file.beginUnmappedReads()
+    }
+
+    /// Turns the mapping back on unless another stream still reads the file unmapped.
+    func end() {
+        let first = lock.withLock { () -> Bool in
+            defer { ended = true }
+            return !ended
+        }
+        if first { file.endUnmappedReads() }
+    }
+
+    deinit { end() }
 }
 
 /// The ids of a stream's results in result order, held compactly.

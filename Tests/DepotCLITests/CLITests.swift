@@ -98,6 +98,36 @@ struct CLITests {
         #expect(bench.stderr.contains("Unknown driver 'oracle'"), "\(bench)")
     }
 
+    @Test("bench --stream-store streams a store's items in its own process and prints what it measured")
+    func streamStoreMeasuresInItsOwnProcess() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        for scheme in ["gdbm", "sqlite"] {
+            let storeString = dir.storeString(scheme, "stream")
+            let store = try await Store.open(storeString)
+            let items = try CollectionName("items")
+            try await store.write { tx in
+                for n in 0..<1500 { try tx.insert(Record(id: .int(Int64(n)), fields: ["n": .int(Int64(n % 1000))]), into: items) }
+            }
+            try await store.close()
+            let run = try await CLI.run(["bench", "--stream-store", storeString])
+            #expect(run.status == 0, "\(run)")
+            let line = try #require(run.lines.last)
+            let measured = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(run)")
+            #expect(measured["recordsRead"] as? Int == 1500, "\(scheme): \(run)")
+            #if os(Linux)
+            let start = try #require(measured["startRSSBytes"] as? Int)
+            let peak = try #require(measured["peakRSSBytes"] as? Int)
+            #expect(start > 0 && peak >= start, "\(scheme): \(run)")
+            #endif
+        }
+        let notADatabase = try dir.file("text.sqlite", "not a database, just text\n")
+        let failed = try await CLI.run(["bench", "--stream-store", "sqlite:" + notADatabase])
+        #expect(failed.status == 1 && run(failed, mentions: "corrupt"), "\(failed)")
+    }
+
+    private func run(_ run: CLI.Run, mentions word: String) -> Bool { run.stderr.lowercased().contains(word) }
+
     @Test("load commits batches and stops at a bad line with its number")
     func loadBatchesAndBadLines() async throws {
         let good = jsonLines(exoticRecords)

@@ -257,6 +257,35 @@ import Testing
         await expectCode(.closed) { for try await _ in driver.stream(Query(), from: items) {} }
     }
 
+    @Test func unmappedReadsNestAndTurnTheMappingBackOn() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let file = try GDBMFile.open(path: dir.path + "/f.gdbm", name: "f.gdbm", create: true)
+        #expect(file.isMemoryMapped == true)
+        let first = UnmappedReads(file)
+        let second = UnmappedReads(file)
+        #expect(file.isMemoryMapped == false)
+        // Writes and reads work unmapped, and are still there mapped again.
+        for i in 0..<500 { try file.store(Array("k\(i)".utf8), Array(repeating: UInt8(i % 251), count: 300)) }
+        #expect(try file.fetch(Array("k499".utf8)) == Array(repeating: UInt8(499 % 251), count: 300))
+        first.end()
+        first.end()  // a second end of the same hold changes nothing
+        #expect(file.isMemoryMapped == false)
+        second.end()
+        #expect(file.isMemoryMapped == true)
+        #expect(try file.fetch(Array("k7".utf8)) == Array(repeating: 7, count: 300))
+        #expect(try file.count() == 500)
+        file.endUnmappedReads()  // unbalanced: ignored
+        #expect(file.isMemoryMapped == true)
+        // A hold released without end() ends itself; ending after close is harmless.
+        do { _ = UnmappedReads(file) }
+        #expect(file.isMemoryMapped == true)
+        let late = UnmappedReads(file)
+        file.close()
+        late.end()
+        #expect(file.isMemoryMapped == nil)
+    }
+
     @Test func storeStringOptions() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -392,5 +421,58 @@ extension GDBMDriverTests {
         #expect(sum == 1000)
         #expect(try await reopened.integrityCheck().isEmpty)
         try await reopened.close()
+    }
+}
+
+@Suite struct KeyOrderTests {
+    /// Ids of both kinds that stress the byte order: signs, extremes, prefixes, multi-byte
+    /// UTF-8 and NUL.
+    static func hostileIDs(count: Int, seed: UInt64) -> [RecordID] {
+        var state = seed
+        func next() -> UInt64 {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return state >> 11
+        }
+        let fixedInts: [Int64] = [.min, .min + 1, -256, -255, -1, 0, 1, 255, 256, 65_536, .max - 1, .max]
+        let alphabet = ["a", "b", "A", "Z", "0", "\u{0}", "é", "€", "𝄞", "ab", "user", "~"]
+        var seen = Set<RecordID>()
+        var ids: [RecordID] = []
+        for n in 0..<count {
+            let id: RecordID
+            switch next() % 4 {
+            case 0: id = .int(n < fixedInts.count ? fixedInts[n] : Int64(bitPattern: next() &* 0x9E37_79B9_7F4A_7C15))
+            case 1: id = .int(Int64(next() % 2000) - 1000)
+            default: id = .string((0..<Int(1 + next() % 3)).map { _ in alphabet[Int(next() % UInt64(alphabet.count))] }.joined())
+            }
+            if seen.insert(id).inserted { ids.append(id) }
+        }
+        return ids
+    }
+
+    @Test func keyBytesSortLikeRecordIDs() {
+        for seed in UInt64(1)...20 {
+            let ids = Self.hostileIDs(count: 600, seed: seed)
+            let expected = ids.indices.sorted { ids[$0] < ids[$1] }
+            #expect(KeyOrder.sortedIndices(ids, descending: false) == expected)
+            #expect(KeyOrder.sortedIndices(ids, descending: true) == Array(expected.reversed()))
+            // The packed keys are the driver's own keys.
+            for id in ids.prefix(50) {
+                let key = BinaryCodec.key(for: id)
+                #expect(key.withUnsafeBytes { (try? BinaryCodec.id(fromKey: $0)) } == id)
+            }
+        }
+        #expect(KeyOrder.sortedIndices([], descending: false).isEmpty)
+    }
+
+    @Test func pagesMatchTheEvaluator() {
+        let ids = Self.hostileIDs(count: 1500, seed: 99)
+        let records = ids.enumerated().map { Record(id: $1, fields: ["n": .int(Int64($0 % 7))]) }
+        for descending in [false, true] {
+            for (offset, limit) in [(0, nil), (0, 10), (5, 100), (300, 2000), (1400, 50), (2000, 5), (0, 0), (10, 400)] as [(Int, Int?)] {
+                let query = Query(sort: [SortKey("id", descending: descending)], offset: offset, limit: limit)
+                #expect(KeyOrder.page(records, descending: descending, offset: offset, limit: limit).map(\.id)
+                        == QueryEvaluator.execute(query, over: records).map(\.id), "descending \(descending), offset \(offset), limit \(String(describing: limit))")
+            }
+        }
     }
 }
