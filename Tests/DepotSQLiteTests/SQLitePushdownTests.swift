@@ -110,8 +110,15 @@ import Testing
             case .string(let s): .string(s)
             }
         }
+        // An existing id, the same number as a double (equal to an int id), or any value.
         func operand() -> FieldValue {
-            Bool.random(using: &g) ? ids.randomElement(using: &g)! : Self.pool.randomElement(using: &g)!
+            switch Int.random(in: 0..<3, using: &g) {
+            case 0: return ids.randomElement(using: &g)!
+            case 1:
+                if case .int(let i) = ids.randomElement(using: &g)! { return .double(Double(i)) }
+                return Self.pool.randomElement(using: &g)!
+            default: return Self.pool.randomElement(using: &g)!
+            }
         }
         for round in 0..<300 {
             let filter: Filter
