@@ -239,9 +239,17 @@ final class GDBMTransaction: WriteTransaction {
         case .inFile:
             try spend()
             guard let committed = try committedFile(file) else { return nil }
-            return try committed.fetch(key) { value in try key.withUnsafeBytes { k in try decodeRecord(collection, key: k, value: value) } }
+            let record = try committed.fetch(key) { value in try key.withUnsafeBytes { k in try decodeRecord(collection, key: k, value: value) } }
+            if record != nil { lastFoundInFile = (collection, key) }
+            return record
         }
     }
+
+    /// The record key this transaction last read from a collection's file and found there.
+    /// The files do not change while a transaction is open (commits are applied only under
+    /// the writer lock, which a write transaction holds, and only with no read transaction
+    /// open), so a get followed by an update of the same record asks gdbm once, not twice.
+    private var lastFoundInFile: (collection: CollectionName, key: [UInt8])?
 
     /// `true` when the snapshot holds a record under `key` (`gdbm_exists`: nothing decoded).
     private func recordExists(_ collection: CollectionName, key: [UInt8]) throws -> Bool {
@@ -250,6 +258,7 @@ final class GDBMTransaction: WriteTransaction {
         case .value: return true
         case .absent: return false
         case .inFile:
+            if let last = lastFoundInFile, last.key == key, last.collection == collection { return true }
             try spend()
             return try committedFile(file)?.contains(key) ?? false
         }
