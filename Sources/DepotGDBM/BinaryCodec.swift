@@ -125,6 +125,63 @@ struct ByteWriter {
     }
 }
 
+/// Writes ``ByteWriter``'s forms through a pointer into a buffer of a size computed in
+/// advance. Every write is checked against that size: a miscount sets ``overflowed`` (the
+/// caller then discards the buffer), it never writes past the end.
+struct PointerWriter {
+    let base: UnsafeMutablePointer<UInt8>
+    let capacity: Int
+    private(set) var at = 0
+    var overflowed = false
+
+    init(base: UnsafeMutablePointer<UInt8>, capacity: Int) {
+        self.base = base
+        self.capacity = capacity
+    }
+
+    private mutating func fits(_ n: Int) -> Bool {
+        if at + n <= capacity { return true }
+        overflowed = true
+        return false
+    }
+
+    mutating func byte(_ b: UInt8) {
+        guard fits(1) else { return }
+        base[at] = b
+        at += 1
+    }
+
+    mutating func varint(_ v: Int) {
+        var x = UInt64(v)
+        while x >= 0x80 {
+            byte(UInt8(x & 0x7F) | 0x80)
+            x >>= 7
+        }
+        byte(UInt8(x))
+    }
+
+    mutating func u64(_ v: UInt64) {
+        guard fits(8) else { return }
+        UnsafeMutableRawPointer(base + at).storeBytes(of: v.littleEndian, as: UInt64.self)
+        at += 8
+    }
+
+    /// A varint length, then the bytes.
+    mutating func blob(_ bytes: UnsafeRawBufferPointer) {
+        varint(bytes.count)
+        guard let src = bytes.baseAddress, bytes.count > 0, fits(bytes.count) else { return }
+        UnsafeMutableRawPointer(base + at).copyMemory(from: src, byteCount: bytes.count)
+        at += bytes.count
+    }
+
+    mutating func text(_ s: String) {
+        // Native strings hand out their UTF-8 without a copy of the string value.
+        if s.utf8.withContiguousStorageIfAvailable({ blob(UnsafeRawBufferPointer($0)) }) != nil { return }
+        var s = s
+        s.withUTF8 { blob(UnsafeRawBufferPointer($0)) }
+    }
+}
+
 /// Reads what ``ByteWriter`` wrote; every read is bounds-checked and throws
 /// ``ByteReader/Malformed`` on short or impossible input, never traps.
 struct ByteReader {
@@ -274,6 +331,19 @@ enum BinaryCodec {
         }
     }
 
+    /// At least the number of bytes ``write(_:to:canonical:)`` appends for `value` (varints
+    /// counted at their longest): a buffer capacity.
+    static func sizeBound(_ value: FieldValue) -> Int {
+        switch value {
+        case .null, .bool: return 1
+        case .int, .double: return 9
+        case .string(let s): return 11 + s.utf8.count
+        case .bytes(let d): return 11 + d.count
+        case .array(let items): return items.reduce(11) { $0 + sizeBound($1) }
+        case .object(let members): return members.reduce(11) { $0 + 10 + $1.key.utf8.count + sizeBound($1.value) }
+        }
+    }
+
     static func readValue(_ r: inout ByteReader, depth: Int = 0) throws -> FieldValue {
         guard depth <= FieldValue.maximumDepth + 1 else { throw ByteReader.Malformed() }
         switch try r.u8() {
@@ -317,7 +387,15 @@ enum BinaryCodec {
 
     /// Encodes a record's fields under its key (see the type's description).
     static func encodeRecord(key: [UInt8], fields: [String: FieldValue]) -> [UInt8] {
-        var w = ByteWriter(capacity: 64 + fields.count * 16)
+        encodeFlatRecord(key: key, fields: fields) ?? encodeAnyRecord(key: key, fields: fields)
+    }
+
+    /// ``encodeRecord(key:fields:)`` through ``ByteWriter``: any values, nested ones too.
+    static func encodeAnyRecord(key: [UInt8], fields: [String: FieldValue]) -> [UInt8] {
+        // Sized up front: one allocation, no regrowth while a kilobyte record is written.
+        var capacity = 16
+        for (name, value) in fields { capacity += 10 + name.utf8.count + sizeBound(value) }
+        var w = ByteWriter(capacity: capacity)
         w.u8(recordVersion)
         w.u32(0)
         w.varint(fields.count)
@@ -331,6 +409,70 @@ enum BinaryCodec {
             for n in 0..<4 { w.bytes[1 + n] = src[n] }
         }
         return w.bytes
+    }
+
+    /// The bytes of a varint.
+    static func varintLength(_ v: Int) -> Int {
+        var x = UInt64(v)
+        var n = 1
+        while x >= 0x80 {
+            x >>= 7
+            n += 1
+        }
+        return n
+    }
+
+    /// The exact encoded length of a value without nested values; `nil` for an array or object.
+    private static func flatLength(_ value: FieldValue) -> Int? {
+        switch value {
+        case .null, .bool: return 1
+        case .int, .double: return 9
+        case .string(let s):
+            let n = s.utf8.count
+            return 1 + varintLength(n) + n
+        case .bytes(let d): return 1 + varintLength(d.count) + d.count
+        case .array, .object: return nil
+        }
+    }
+
+    /// ``encodeRecord(key:fields:)`` for a record whose values are all flat (no array or
+    /// object: the common case), written through a pointer into a buffer of the exact size:
+    /// the same bytes, one allocation, no per-byte capacity checks. `nil` when a value nests.
+    static func encodeFlatRecord(key: [UInt8], fields: [String: FieldValue]) -> [UInt8]? {
+        var total = 5 + varintLength(fields.count)
+        for (name, value) in fields {
+            guard let length = flatLength(value) else { return nil }
+            let n = name.utf8.count
+            total += varintLength(n) + n + length
+        }
+        var out = [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
+            guard let base = buffer.baseAddress else { return }
+            var w = PointerWriter(base: base, capacity: total)
+            w.byte(recordVersion)
+            for _ in 0..<4 { w.byte(0) }
+            w.varint(fields.count)
+            for (name, value) in fields {
+                w.text(name)
+                switch value {
+                case .null: w.byte(0)
+                case .bool(let b): w.byte(b ? 2 : 1)
+                case .int(let i): w.byte(3); w.u64(UInt64(bitPattern: i))
+                case .double(let d): w.byte(4); w.u64(d.bitPattern)
+                case .string(let s): w.byte(5); w.text(s)
+                case .bytes(let d): w.byte(6); d.withUnsafeBytes { w.blob($0) }
+                case .array, .object: w.overflowed = true  // excluded above
+                }
+            }
+            // A miscount leaves the buffer short of `total`: the caller's general encoder runs.
+            initialized = w.overflowed ? 0 : w.at
+        }
+        guard out.count == total else { return nil }
+        var crc = key.withUnsafeBytes { CRC32.update(0, $0) }
+        out.withUnsafeBytes { crc = CRC32.update(crc, UnsafeRawBufferPointer(rebasing: $0[5...])) }
+        withUnsafeBytes(of: crc.littleEndian) { src in
+            for n in 0..<4 { out[1 + n] = src[n] }
+        }
+        return out
     }
 
     /// Why a stored record could not be decoded.

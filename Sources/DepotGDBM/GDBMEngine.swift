@@ -508,6 +508,47 @@ final class GDBMEngine: @unchecked Sendable {
             lastFile = op.file
             touchedSinceCheckpoint.insert(op.file)
         }
+        // Nothing waits and no reader holds the files (the usual case): the commit goes
+        // straight to the files, with no layer to publish and take back. Readers begin only
+        // under the files lock, so none sees the files half written; `pending` changes only
+        // under `writerLock`, which this thread holds.
+        if state.withLock({ $0.pending.isEmpty }), filesLock.tryWriteLock() {
+            var applied = true
+            do {
+                for op in ops { try primary.apply(op) }
+            } catch {
+                applied = false
+                // The files may hold part of this commit: publish it as a layer (reads then
+                // see all of it) and refuse further work until the store is reopened.
+                let layer = CommittedLayer(seq: seq, changes: tx.overlayChanges, ops: ops)
+                state.withLock { shared in
+                    shared.pending.append(layer)
+                    shared.pendingOps += ops.count
+                    shared.failure = DepotError.wrap(error, as: .io, "Applying a commit to the GDBM files failed.")
+                }
+            }
+            state.withLock { shared in
+                shared.catalog = tx.catalog
+                shared.generation &+= 1
+            }
+            guard applied else {
+                filesLock.unlock()
+                return
+            }
+            commitsSinceMark += 1
+            if syncPointDue {
+                if inline {
+                    filesLock.unlock()
+                    scheduleApply(force: true)
+                    return
+                }
+                do { try syncPoint(forceCheckpoint: false) } catch {
+                    state.withLock { $0.failure = DepotError.wrap(error, as: .io, "Applying a commit to the GDBM files failed.") }
+                }
+            }
+            filesLock.unlock()
+            return
+        }
         let layer = CommittedLayer(seq: seq, changes: tx.overlayChanges, ops: ops)
         let waiting = state.withLock { shared -> Int in
             shared.pending.append(layer)

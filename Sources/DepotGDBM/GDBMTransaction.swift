@@ -16,6 +16,9 @@ final class GDBMTransaction: WriteTransaction {
     private(set) var catalog: [CollectionName: CollectionMeta]
     /// The committed catalog when the transaction began.
     private let startCatalog: [CollectionName: CollectionMeta]
+    /// ``catalog`` was written in this transaction (it may still equal ``startCatalog``).
+    /// When it was not, ``finish()`` skips comparing the two: most commits change records only.
+    private(set) var catalogChanged = false
     /// Commits published but not yet applied to the files when the transaction began,
     /// oldest first: part of its snapshot.
     private let layers: [CommittedLayer]
@@ -33,6 +36,11 @@ final class GDBMTransaction: WriteTransaction {
         /// commit's ops are journaled and applied in. gdbm stores keys given in the caller's
         /// order (ids ascending in a bulk load) ~20% faster than in a hash table's order.
         var order: [[UInt8]] = []
+
+        /// Records `change` for `key` (one hash lookup).
+        mutating func set(_ key: [UInt8], _ change: Change) {
+            if changes.updateValue(change, forKey: key) == nil { order.append(key) }
+        }
     }
 
     private var overlays: [FileID: Overlay] = [:]
@@ -197,9 +205,7 @@ final class GDBMTransaction: WriteTransaction {
     }
 
     private func setRaw(_ id: FileID, _ key: [UInt8], _ change: Change) {
-        if overlays[id, default: Overlay()].changes.updateValue(change, forKey: key) == nil {
-            overlays[id, default: Overlay()].order.append(key)
-        }
+        overlays[id, default: Overlay()].set(key, change)
     }
 
     private func clear(_ id: FileID) {
@@ -229,9 +235,17 @@ final class GDBMTransaction: WriteTransaction {
         case .inFile:
             try spend()
             guard let committed = try committedFile(file) else { return nil }
-            return try committed.fetch(key) { value in try key.withUnsafeBytes { k in try decodeRecord(collection, key: k, value: value) } }
+            let record = try committed.fetch(key) { value in try key.withUnsafeBytes { k in try decodeRecord(collection, key: k, value: value) } }
+            if record != nil { lastFoundInFile = (collection, key) }
+            return record
         }
     }
+
+    /// The record key this transaction last read from a collection's file and found there.
+    /// The files do not change while a transaction is open (commits are applied only under
+    /// the writer lock, which a write transaction holds, and only with no read transaction
+    /// open), so a get followed by an update of the same record asks gdbm once, not twice.
+    private var lastFoundInFile: (collection: CollectionName, key: [UInt8])?
 
     /// `true` when the snapshot holds a record under `key` (`gdbm_exists`: nothing decoded).
     private func recordExists(_ collection: CollectionName, key: [UInt8]) throws -> Bool {
@@ -240,6 +254,7 @@ final class GDBMTransaction: WriteTransaction {
         case .value: return true
         case .absent: return false
         case .inFile:
+            if let last = lastFoundInFile, last.key == key, last.collection == collection { return true }
             try spend()
             return try committedFile(file)?.contains(key) ?? false
         }
@@ -359,15 +374,22 @@ final class GDBMTransaction: WriteTransaction {
 
     /// Stores `record` (already free of nulls) after checking uniqueness; nothing changes
     /// when a check fails.
-    private func put(_ record: Record, existing: Record?, into collection: CollectionName, meta: CollectionMeta) throws {
+    private func put(_ record: Record, idKey: [UInt8], existing: Record?, into collection: CollectionName, meta: CollectionMeta) throws {
         try spend()
-        let idKey = BinaryCodec.key(for: record.id)
         try checkUnique(record, idKey: idKey, in: collection, meta: meta)
         try moveEntries(from: existing, to: record, idKey: idKey, in: collection, meta: meta)
         setRaw(.records(collection), idKey, .put(BinaryCodec.encodeRecord(key: idKey, fields: record.fields)))
-        var meta = meta
-        if case .int(let i) = record.id, i > meta.lastAssignedID { meta.lastAssignedID = i }
-        catalog[collection] = meta
+        // The catalog is written only when the collection is new or its last assigned id
+        // grows: an update of a string-keyed record leaves it (and its storage) untouched.
+        if case .int(let i) = record.id, i > meta.lastAssignedID {
+            var meta = meta
+            meta.lastAssignedID = i
+            catalog[collection] = meta
+            catalogChanged = true
+        } else if catalog[collection] == nil {
+            catalog[collection] = meta
+            catalogChanged = true
+        }
     }
 
     // MARK: Query planning
@@ -668,6 +690,7 @@ final class GDBMTransaction: WriteTransaction {
         let name = schema.name
         guard let existing = catalog[name] else {
             catalog[name] = CollectionMeta(schema: schema, lastAssignedID: 0)
+            catalogChanged = true
             return
         }
         guard existing.schema.idKind == schema.idKind else {
@@ -696,12 +719,14 @@ final class GDBMTransaction: WriteTransaction {
             try moveEntries(from: nil, to: record, idKey: BinaryCodec.key(for: record.id), in: name, meta: meta)
         }
         catalog[name] = meta
+        catalogChanged = true
     }
 
     func dropCollection(_ collection: CollectionName) throws -> Bool {
         try checkWritable()
         guard catalog[collection] != nil else { return false }
         catalog[collection] = nil
+        catalogChanged = true
         clear(.records(collection))
         clear(.index(collection))
         postings[collection] = nil
@@ -711,10 +736,11 @@ final class GDBMTransaction: WriteTransaction {
     func insert(_ record: Record, into collection: CollectionName) throws {
         let record = record.withoutNulls
         let meta = try metaForWrite(collection, kind: record.id.kind)
-        if try recordExists(collection, key: BinaryCodec.key(for: record.id)) {
+        let idKey = BinaryCodec.key(for: record.id)
+        if try recordExists(collection, key: idKey) {
             throw DepotError(.alreadyExists, "A record with id \(record.id) exists.", collection: collection.rawValue, id: record.id)
         }
-        try put(record, existing: nil, into: collection, meta: meta)
+        try put(record, idKey: idKey, existing: nil, into: collection, meta: meta)
     }
 
     func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID {
@@ -723,26 +749,29 @@ final class GDBMTransaction: WriteTransaction {
             throw DepotError(.invalidValue, "No integer ids are left in '\(collection)'.", collection: collection.rawValue)
         }
         let record = Record(id: .int(meta.lastAssignedID + 1), fields: fields).withoutNulls
-        let existing = try prior(collection, key: BinaryCodec.key(for: record.id), meta: meta)
-        try put(record, existing: existing.record, into: collection, meta: meta)
+        let idKey = BinaryCodec.key(for: record.id)
+        let existing = try prior(collection, key: idKey, meta: meta)
+        try put(record, idKey: idKey, existing: existing.record, into: collection, meta: meta)
         return record.id
     }
 
     func update(_ record: Record, in collection: CollectionName) throws {
         let record = record.withoutNulls
         let meta = try metaForWrite(collection, kind: record.id.kind)
-        let existing = try prior(collection, key: BinaryCodec.key(for: record.id), meta: meta)
+        let idKey = BinaryCodec.key(for: record.id)
+        let existing = try prior(collection, key: idKey, meta: meta)
         guard existing.exists else {
             throw DepotError(.notFound, "No record with id \(record.id).", collection: collection.rawValue, id: record.id)
         }
-        try put(record, existing: existing.record, into: collection, meta: meta)
+        try put(record, idKey: idKey, existing: existing.record, into: collection, meta: meta)
     }
 
     func save(_ record: Record, into collection: CollectionName) throws -> WriteOutcome {
         let record = record.withoutNulls
         let meta = try metaForWrite(collection, kind: record.id.kind)
-        let existing = try prior(collection, key: BinaryCodec.key(for: record.id), meta: meta)
-        try put(record, existing: existing.record, into: collection, meta: meta)
+        let idKey = BinaryCodec.key(for: record.id)
+        let existing = try prior(collection, key: idKey, meta: meta)
+        try put(record, idKey: idKey, existing: existing.record, into: collection, meta: meta)
         return existing.exists ? .updated : .inserted
     }
 
@@ -776,8 +805,8 @@ final class GDBMTransaction: WriteTransaction {
         }
         postings.removeAll()
         var ops: [FileOp] = []
-        ops.reserveCapacity(overlays.values.reduce(catalog.count) { $0 + $1.order.count + 1 })
-        for name in Set(committedCatalog.keys).union(catalog.keys).sorted() {
+        ops.reserveCapacity(overlays.values.reduce(catalogChanged ? catalog.count : 0) { $0 + $1.order.count + 1 })
+        for name in catalogChanged ? Set(committedCatalog.keys).union(catalog.keys).sorted() : [] {
             let old = committedCatalog[name], new = catalog[name]
             if let new, new != old {
                 ops.append(.put(.catalog, key: CollectionMeta.catalogKey(name), value: new.encoded()))

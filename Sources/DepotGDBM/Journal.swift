@@ -118,6 +118,10 @@ final class Journal {
     private(set) var size: Int
     /// The length as of the last fsync (or as found when opened): what survives power loss.
     private(set) var syncedSize: Int
+    /// The encoding buffer of the last append, kept for the next one (small commits then
+    /// allocate nothing); dropped when a large transaction grew it past ``keptBufferLimit``.
+    private var spare: [UInt8] = []
+    static let keptBufferLimit = 256 << 10
 
     private init(path: String, fd: Int32, baseSeq: UInt64, size: Int) {
         self.path = path
@@ -208,7 +212,13 @@ final class Journal {
     func append(_ record: JournalRecord, sync: Bool) throws {
         // One buffer: the 8-byte frame (length, CRC-32) is filled in after the payload is
         // encoded behind it, so a large transaction's payload is never copied.
-        var w = ByteWriter(capacity: 8 + Journal.encodedSizeEstimate(record))
+        var w = ByteWriter(capacity: 0)
+        swap(&w.bytes, &spare)
+        w.bytes.removeAll(keepingCapacity: true)
+        w.bytes.reserveCapacity(8 + Journal.encodedSizeEstimate(record))
+        defer {
+            if w.bytes.capacity <= Journal.keptBufferLimit { swap(&w.bytes, &spare) }
+        }
         w.u32(0)
         w.u32(0)
         Journal.encode(record, into: &w)

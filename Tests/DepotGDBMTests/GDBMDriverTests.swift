@@ -86,6 +86,29 @@ import Testing
         try await reopened.close()
     }
 
+    /// The pointer-based encoder of flat records writes exactly the general encoder's bytes
+    /// (varint lengths at every boundary: 0, 127/128, 16383/16384 bytes), declines records
+    /// with nested values, and what it writes decodes back to the fields.
+    @Test func flatRecordEncoderWritesTheGeneralEncodersBytes() throws {
+        var flat = Self.tricky
+        flat["nested"] = nil
+        flat["array"] = nil
+        for n in [0, 1, 127, 128, 16_383, 16_384] {
+            flat["s\(n)"] = .string(String(repeating: "é", count: n / 2) + String(repeating: "x", count: n % 2))
+            flat["b\(n)"] = .bytes(Data(repeating: 7, count: n))
+        }
+        for key in [BinaryCodec.key(for: 1), BinaryCodec.key(for: .string("user42"))] {
+            for fields in [flat, [:], ["only": .null], ["n": .int(-1), "d": .double(0.5)]] {
+                let fast = try #require(BinaryCodec.encodeFlatRecord(key: key, fields: fields))
+                #expect(fast == BinaryCodec.encodeAnyRecord(key: key, fields: fields))
+                let decoded = try key.withUnsafeBytes { k in try fast.withUnsafeBytes { v in try BinaryCodec.decodeFields(key: k, value: v) } }
+                #expect(decoded == fields)
+            }
+            #expect(BinaryCodec.encodeFlatRecord(key: key, fields: Self.tricky) == nil)
+            #expect(BinaryCodec.encodeFlatRecord(key: key, fields: ["a": [1]]) == nil)
+        }
+    }
+
     @Test func stringIDsAndIdOrder() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
