@@ -55,6 +55,8 @@ final class GDBMEngine: @unchecked Sendable {
     let thread: DriverThread
     let readers: DriverThread
     let primary: FileSet
+    /// The field layouts records were last decoded with (see ``FieldLayoutCache``).
+    let fieldLayouts = FieldLayoutCache()
     /// Read mode: a read transaction is open on the files. Write mode: the files change.
     let filesLock = ReadWriteLock()
     /// Held by whoever runs the writer's work: a job on ``thread`` or an inline write.

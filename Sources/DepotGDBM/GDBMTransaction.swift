@@ -219,7 +219,7 @@ final class GDBMTransaction: WriteTransaction {
             throw GDBMErrors.corrupted("A record key in collection '\(collection)' cannot be decoded.", collection: collection.rawValue)
         }
         do {
-            return Record(id: id, fields: try BinaryCodec.decodeFields(key: key, value: value))
+            return Record(id: id, fields: try BinaryCodec.decodeFields(key: key, value: value, layouts: engine.fieldLayouts))
         } catch {
             throw GDBMErrors.badRecord(error, collection: collection.rawValue, id: id)
         }

@@ -499,3 +499,93 @@ extension GDBMDriverTests {
         }
     }
 }
+
+@Suite struct FieldLayoutTests {
+    /// Record bytes with `pairs` in exactly this order (repeats allowed), under a valid CRC.
+    static func recordBytes(key: [UInt8], _ pairs: [(String, FieldValue)]) -> [UInt8] {
+        var w = ByteWriter()
+        w.u8(BinaryCodec.recordVersion)
+        w.u32(0)
+        w.varint(pairs.count)
+        for (name, value) in pairs {
+            w.string(name)
+            BinaryCodec.write(value, to: &w, canonical: false)
+        }
+        var bytes = w.bytes
+        var crc = key.withUnsafeBytes { CRC32.update(0, $0) }
+        bytes.withUnsafeBytes { crc = CRC32.update(crc, UnsafeRawBufferPointer(rebasing: $0[5...])) }
+        withUnsafeBytes(of: crc.littleEndian) { for n in 0..<4 { bytes[1 + n] = $0[n] } }
+        return bytes
+    }
+
+    static func decode(_ key: [UInt8], _ bytes: [UInt8], _ layouts: FieldLayoutCache?) throws -> [String: FieldValue] {
+        try key.withUnsafeBytes { k in try bytes.withUnsafeBytes { v in try BinaryCodec.decodeFields(key: k, value: v, layouts: layouts) } }
+    }
+
+    @Test func decodingThroughLayoutsGivesTheGeneralDecodersAnswer() throws {
+        let key = BinaryCodec.key(for: .string("k"))
+        let cache = FieldLayoutCache()
+        let long = "a field name longer than eight bytes"
+        let shapes: [[String]] = [
+            (0..<10).map { "field\($0)" },
+            ["a", "b"],
+            ["b", "a"],                            // the same names in another order
+            [long, long + "!", "é", "€uro", "x"],  // long names sharing a prefix, multi-byte names
+            ["a", "c"],                            // same count as ["a", "b"], one name differs
+            (0..<64).map { "f\($0)" },
+            (0..<65).map { "f\($0)" },             // past the layout limit: general path only
+        ]
+        var n: Int64 = 0
+        for round in 0..<3 {
+            for names in shapes {
+                // Each round writes the names in a different order.
+                let ordered = round == 0 ? names : (round == 1 ? names.reversed() : names.shuffled())
+                let pairs = ordered.map { name -> (String, FieldValue) in
+                    n += 1
+                    return (name, n % 3 == 0 ? .string("v\(n)") : (n % 3 == 1 ? .int(n) : .array([.int(n), .null])))
+                }
+                let bytes = Self.recordBytes(key: key, pairs)
+                let expected = Dictionary(pairs, uniquingKeysWith: { _, last in last })
+                #expect(try Self.decode(key, bytes, nil) == expected)
+                #expect(try Self.decode(key, bytes, cache) == expected)
+                #expect(try Self.decode(key, bytes, cache) == expected, "again, now through a learned layout")
+            }
+        }
+        // One layout per set of names, whatever the order: 10 fields, {a, b}, the long names,
+        // {a, c}, 64 fields (65 is past the limit).
+        #expect(cache.current().map(\.count).sorted() == [2, 2, 5, 10, 64])
+        // At most `capacity` layouts are kept, the newest first.
+        for k in 0..<12 { cache.learn(["x\(k)", "y"]) }
+        #expect(cache.current().count == FieldLayoutCache.capacity)
+        #expect(try Self.decode(key, Self.recordBytes(key: key, [("y", .int(1)), ("x11", .int(2))]), cache) == ["y": .int(1), "x11": .int(2)])
+    }
+
+    @Test func repeatedOrForeignNamesFallBackToTheGeneralDecoder() throws {
+        let key = BinaryCodec.key(for: .int(7))
+        let cache = FieldLayoutCache()
+        let learned = Self.recordBytes(key: key, [("a", .int(1)), ("b", .int(2)), ("c", .int(3))])
+        #expect(try Self.decode(key, learned, cache) == ["a": .int(1), "b": .int(2), "c": .int(3)])
+        #expect(cache.current().count == 1)
+        // Three names, one repeated: the last value wins and "c" is absent, never null.
+        let repeated = Self.recordBytes(key: key, [("a", .int(1)), ("a", .int(9)), ("b", .int(2))])
+        #expect(try Self.decode(key, repeated, cache) == ["a": .int(9), "b": .int(2)])
+        // A name the layout lacks.
+        let foreign = Self.recordBytes(key: key, [("a", .int(1)), ("b", .int(2)), ("d", .int(4))])
+        #expect(try Self.decode(key, foreign, cache) == ["a": .int(1), "b": .int(2), "d": .int(4)])
+        // A matching record with a damaged checksum is still refused.
+        var damaged = learned
+        damaged[damaged.count - 1] ^= 1
+        #expect(throws: BinaryCodec.RecordProblem.checksum) { try Self.decode(key, damaged, cache) }
+        // A matching record with trailing bytes (under a valid CRC) is malformed on both paths.
+        var w = ByteWriter()
+        w.u8(BinaryCodec.recordVersion); w.u32(0); w.varint(3)
+        for (name, v) in [("a", 1), ("b", 2), ("c", 3)] as [(String, Int64)] { w.string(name); BinaryCodec.write(.int(v), to: &w, canonical: false) }
+        w.u8(0)
+        var trailing = w.bytes
+        var crc = key.withUnsafeBytes { CRC32.update(0, $0) }
+        trailing.withUnsafeBytes { crc = CRC32.update(crc, UnsafeRawBufferPointer(rebasing: $0[5...])) }
+        withUnsafeBytes(of: crc.littleEndian) { for n in 0..<4 { trailing[1 + n] = $0[n] } }
+        #expect(throws: BinaryCodec.RecordProblem.malformed) { try Self.decode(key, trailing, nil) }
+        #expect(throws: BinaryCodec.RecordProblem.malformed) { try Self.decode(key, trailing, cache) }
+    }
+}

@@ -1,0 +1,127 @@
+import DepotCore
+import Foundation
+import Synchronization
+
+/// A set of field names, with a dictionary of them all mapped to null: decoding a record
+/// whose names are exactly these copies the dictionary and sets each value through its
+/// index, so no name is turned into a `String` or hashed per record.
+///
+/// Records store their names in the order of the dictionary they were written from, which
+/// differs from record to record (Swift seeds each dictionary's hashing separately), so a
+/// stored name is looked up among the layout's names: first at the same position, then by
+/// a small hash table over each name's length and first 8 bytes, compared as integers (all
+/// bytes only for longer names).
+/// A copy of a dictionary keeps its buckets, so ``indices`` stay valid in the copy.
+final class FieldLayout: Sendable {
+    /// The names' UTF-8 bytes, one after the other; field `i`'s are at `ranges[i]`.
+    let nameBytes: [UInt8]
+    let ranges: [Range<Int>]
+    /// Field `i`'s first 8 bytes (zero-padded), for a quick comparison.
+    let prefixes: [UInt64]
+    /// Open addressing over (prefix, length): field index + 1, 0 when empty; a power of two
+    /// at least twice ``count``.
+    let table: [UInt8]
+    let tableShift: UInt64
+    /// Every name mapped to `.null`.
+    let template: [String: FieldValue]
+    /// The index of field `i`'s name in ``template``.
+    let indices: [Dictionary<String, FieldValue>.Index]
+
+    /// A layout of `names` (at most 255); `nil` when a name repeats.
+    init?(names: [String]) {
+        guard names.count < 256 else { return nil }
+        var template = [String: FieldValue](minimumCapacity: names.count)
+        var bytes: [UInt8] = []
+        var ranges: [Range<Int>] = []
+        var prefixes: [UInt64] = []
+        for name in names {
+            guard template.updateValue(.null, forKey: name) == nil else { return nil }
+            let start = bytes.count
+            bytes.append(contentsOf: name.utf8)
+            ranges.append(start..<bytes.count)
+            prefixes.append(bytes.withUnsafeBytes { FieldLayout.prefix(UnsafeRawBufferPointer(rebasing: $0[start...])) })
+        }
+        var indices: [Dictionary<String, FieldValue>.Index] = []
+        for name in names {
+            guard let index = template.index(forKey: name) else { return nil }
+            indices.append(index)
+        }
+        var bits: UInt64 = 1
+        while (1 << bits) < 2 * names.count { bits += 1 }
+        var table = [UInt8](repeating: 0, count: 1 << Int(bits))
+        let mask = table.count - 1
+        for i in names.indices {
+            var slot = FieldLayout.slot(prefixes[i], ranges[i].count, shift: 64 - bits)
+            while table[slot] != 0 { slot = (slot + 1) & mask }
+            table[slot] = UInt8(i + 1)
+        }
+        self.table = table
+        self.tableShift = 64 - bits
+        self.nameBytes = bytes
+        self.ranges = ranges
+        self.prefixes = prefixes
+        self.template = template
+        self.indices = indices
+    }
+
+    @inline(__always) static func slot(_ prefix: UInt64, _ length: Int, shift: UInt64) -> Int {
+        Int(truncatingIfNeeded: ((prefix ^ UInt64(truncatingIfNeeded: length)) &* 0x9E37_79B9_7F4A_7C15) >> shift)
+    }
+
+    var count: Int { ranges.count }
+
+    /// The first 8 bytes of `bytes` as an integer, zero-padded.
+    @inline(__always) static func prefix(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+        var value: UInt64 = 0
+        if let base = bytes.baseAddress { withUnsafeMutableBytes(of: &value) { $0.baseAddress!.copyMemory(from: base, byteCount: min(8, bytes.count)) } }
+        return value
+    }
+
+    /// The position of the name `bytes` (whose ``prefix(_:)`` is `prefix`), trying `hint`
+    /// first; `nil` when the layout has no such name.
+    func position(of bytes: UnsafeRawBufferPointer, prefix: UInt64, hint: Int) -> Int? {
+        if hint < count, matches(hint, bytes, prefix) { return hint }
+        let mask = table.count - 1
+        var slot = FieldLayout.slot(prefix, bytes.count, shift: tableShift)
+        while true {
+            let entry = table[slot]
+            if entry == 0 { return nil }
+            if matches(Int(entry) - 1, bytes, prefix) { return Int(entry) - 1 }
+            slot = (slot + 1) & mask
+        }
+    }
+
+    @inline(__always) private func matches(_ i: Int, _ bytes: UnsafeRawBufferPointer, _ prefix: UInt64) -> Bool {
+        let range = ranges[i]
+        guard range.count == bytes.count, prefixes[i] == prefix else { return false }
+        if range.count <= 8 { return true }
+        return nameBytes.withUnsafeBytes { own in
+            memcmp(own.baseAddress! + range.lowerBound, bytes.baseAddress!, range.count) == 0
+        }
+    }
+}
+
+/// The few field layouts a store's records were last decoded with (a store's collections
+/// usually hold records of one shape each). Shared by every thread of the store.
+final class FieldLayoutCache: Sendable {
+    /// Most recently learned first.
+    private let layouts = Mutex<[FieldLayout]>([])
+    /// Layouts kept at most.
+    static let capacity = 8
+    /// Records with more fields than this are decoded without a layout.
+    static let maximumFields = 64
+
+    /// The layouts, most recently learned first.
+    func current() -> [FieldLayout] {
+        layouts.withLock { $0 }
+    }
+
+    /// Remembers the layout of `names`, dropping the oldest past ``capacity``.
+    func learn(_ names: [String]) {
+        guard names.count >= 2, names.count <= FieldLayoutCache.maximumFields, let layout = FieldLayout(names: names) else { return }
+        layouts.withLock { all in
+            all.insert(layout, at: 0)
+            if all.count > FieldLayoutCache.capacity { all.removeLast() }
+        }
+    }
+}
