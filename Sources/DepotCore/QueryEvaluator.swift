@@ -94,7 +94,7 @@ public enum QueryEvaluator {
 
     /// The largest page (`offset + limit`) for which ``sortedPage(_:offset:limit:by:)`` keeps
     /// the best items by insertion instead of sorting everything.
-    @usableFromInline static let selectionLimit = 256
+    @usableFromInline package static let selectionLimit = 256
 
     /// The items at `offset ..< offset + limit` of `items` ordered by `precedes` (a strict
     /// order; items it cannot tell apart keep their relative order), `limit` `nil` for all.

@@ -266,17 +266,25 @@ enum BinaryCodec {
     // MARK: Ids
 
     static func key(for id: RecordID) -> [UInt8] {
+        var out: [UInt8] = []
+        switch id {
+        case .int: out.reserveCapacity(9)
+        case .string(let s): out.reserveCapacity(1 + s.utf8.count)
+        }
+        appendKey(for: id, to: &out)
+        return out
+    }
+
+    /// Appends `id`'s key (see ``key(for:)``) to `out`.
+    static func appendKey(for id: RecordID, to out: inout [UInt8]) {
         switch id {
         case .int(let i):
-            var out = [UInt8](repeating: 0, count: 9)
-            out[0] = 1
+            out.append(1)
             let u = UInt64(bitPattern: i) ^ (1 << 63)
-            for n in 0..<8 { out[1 + n] = UInt8(truncatingIfNeeded: u >> (56 - 8 * UInt64(n))) }
-            return out
+            for n in 0..<8 { out.append(UInt8(truncatingIfNeeded: u >> (56 - 8 * UInt64(n)))) }
         case .string(let s):
-            var out: [UInt8] = [2]
+            out.append(2)
             out.append(contentsOf: s.utf8)
-            return out
         }
     }
 

@@ -203,13 +203,9 @@ public final class GDBMDriver: StorageDriver {
     private static func produce(_ query: Query, _ collection: CollectionName, engine: GDBMEngine, sink: RecordSink) throws {
         let (ids, generation, unmapped) = try engine.readers.runBlocking { () -> (StreamIDs, UInt64, UnmappedReads?) in
             try engine.read { tx in
+                // Dropped on a throw, the hold ends itself.
                 let unmapped = try tx.beginUnmappedReads(of: collection)
-                do {
-                    return (try tx.orderedIDs(query, in: collection), tx.generation, unmapped)
-                } catch {
-                    unmapped?.end()
-                    throw error
-                }
+                return (try tx.orderedIDs(query, in: collection), tx.generation, unmapped)
             }
         }
         defer { unmapped?.end() }

@@ -19,7 +19,7 @@ enum KeyOrder {
         guard wanted > 0 else { return [] }
         let k = offset + wanted
         // A small page of many records is selected without sorting them all.
-        if k <= 256 && k * 4 <= records.count {
+        if k <= QueryEvaluator.selectionLimit && k * 4 <= records.count {
             return QueryEvaluator.sortedPage(records, offset: offset, limit: limit) { descending ? $1.id < $0.id : $0.id < $1.id }
         }
         let order = sortedIndices(records.map(\.id), descending: descending)
@@ -37,15 +37,7 @@ enum KeyOrder {
         entries.reserveCapacity(ids.count)
         for (index, id) in ids.enumerated() {
             let start = arena.count
-            switch id {
-            case .int(let value):
-                arena.append(1)
-                let flipped = UInt64(bitPattern: value) ^ (1 << 63)
-                for shift in stride(from: 56, through: 0, by: -8) { arena.append(UInt8(truncatingIfNeeded: flipped >> UInt64(shift))) }
-            case .string(let text):
-                arena.append(2)
-                arena.append(contentsOf: text.utf8)
-            }
+            BinaryCodec.appendKey(for: id, to: &arena)
             entries.append(Entry(start: start, count: arena.count - start, index: index))
         }
         arena.withUnsafeBufferPointer { buffer in

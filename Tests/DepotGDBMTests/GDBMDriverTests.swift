@@ -502,7 +502,7 @@ extension GDBMDriverTests {
 
 @Suite struct FieldLayoutTests {
     /// Record bytes with `pairs` in exactly this order (repeats allowed), under a valid CRC.
-    static func recordBytes(key: [UInt8], _ pairs: [(String, FieldValue)]) -> [UInt8] {
+    static func recordBytes(key: [UInt8], _ pairs: [(String, FieldValue)], trailing: [UInt8] = []) -> [UInt8] {
         var w = ByteWriter()
         w.u8(BinaryCodec.recordVersion)
         w.u32(0)
@@ -511,7 +511,7 @@ extension GDBMDriverTests {
             w.string(name)
             BinaryCodec.write(value, to: &w, canonical: false)
         }
-        var bytes = w.bytes
+        var bytes = w.bytes + trailing
         var crc = key.withUnsafeBytes { CRC32.update(0, $0) }
         bytes.withUnsafeBytes { crc = CRC32.update(crc, UnsafeRawBufferPointer(rebasing: $0[5...])) }
         withUnsafeBytes(of: crc.littleEndian) { for n in 0..<4 { bytes[1 + n] = $0[n] } }
@@ -577,14 +577,7 @@ extension GDBMDriverTests {
         damaged[damaged.count - 1] ^= 1
         #expect(throws: BinaryCodec.RecordProblem.checksum) { try Self.decode(key, damaged, cache) }
         // A matching record with trailing bytes (under a valid CRC) is malformed on both paths.
-        var w = ByteWriter()
-        w.u8(BinaryCodec.recordVersion); w.u32(0); w.varint(3)
-        for (name, v) in [("a", 1), ("b", 2), ("c", 3)] as [(String, Int64)] { w.string(name); BinaryCodec.write(.int(v), to: &w, canonical: false) }
-        w.u8(0)
-        var trailing = w.bytes
-        var crc = key.withUnsafeBytes { CRC32.update(0, $0) }
-        trailing.withUnsafeBytes { crc = CRC32.update(crc, UnsafeRawBufferPointer(rebasing: $0[5...])) }
-        withUnsafeBytes(of: crc.littleEndian) { for n in 0..<4 { trailing[1 + n] = $0[n] } }
+        let trailing = Self.recordBytes(key: key, [("a", .int(1)), ("b", .int(2)), ("c", .int(3))], trailing: [0])
         #expect(throws: BinaryCodec.RecordProblem.malformed) { try Self.decode(key, trailing, nil) }
         #expect(throws: BinaryCodec.RecordProblem.malformed) { try Self.decode(key, trailing, cache) }
     }
