@@ -18,6 +18,7 @@ public struct RecordStream: AsyncSequence, Sendable {
 
     private enum Source: Sendable {
         case records([Record])
+        case deferred(@Sendable () async throws -> [Record])
         case channel(@Sendable () -> RecordChannel)
         case failure(DepotError)
     }
@@ -26,6 +27,10 @@ public struct RecordStream: AsyncSequence, Sendable {
 
     /// A stream over records already in memory.
     public init(_ records: [Record]) { source = .records(records) }
+
+    /// A stream over records that `load` computes in memory when iteration starts (for a
+    /// driver that cannot take its snapshot when the stream is made).
+    public init(deferred load: @escaping @Sendable () async throws -> [Record]) { source = .deferred(load) }
 
     /// A stream that fails at once with `error`.
     public init(failing error: DepotError) { source = .failure(error) }
@@ -54,6 +59,7 @@ public struct RecordStream: AsyncSequence, Sendable {
     public func makeAsyncIterator() -> AsyncIterator {
         switch source {
         case .records(let records): return AsyncIterator(state: .records(records, 0))
+        case .deferred(let load): return AsyncIterator(state: .deferred(load))
         case .failure(let error): return AsyncIterator(state: .failure(error))
         case .channel(let start): return AsyncIterator(state: .channel(ChannelHandle(start())))
         }
@@ -62,6 +68,7 @@ public struct RecordStream: AsyncSequence, Sendable {
     public struct AsyncIterator: AsyncIteratorProtocol {
         enum State {
             case records([Record], Int)
+            case deferred(@Sendable () async throws -> [Record])
             case channel(ChannelHandle)
             case failure(DepotError)
             case done
@@ -69,6 +76,14 @@ public struct RecordStream: AsyncSequence, Sendable {
         var state: State
 
         public mutating func next() async throws -> Record? {
+            if case .deferred(let load) = state {
+                do {
+                    state = .records(try await load(), 0)
+                } catch {
+                    state = .done
+                    throw error
+                }
+            }
             switch state {
             case .records(let records, let index):
                 guard index < records.count else { state = .done; return nil }
@@ -81,7 +96,7 @@ public struct RecordStream: AsyncSequence, Sendable {
             case .failure(let error):
                 state = .done
                 throw error
-            case .done:
+            case .deferred, .done:
                 return nil
             }
         }

@@ -121,30 +121,6 @@ extension DriverThread: TaskExecutor {
     }
 }
 
-/// A readers-writer lock (pthread): many holders in read mode, or one in write mode.
-final class ReadWriteLock: @unchecked Sendable {
-    // @unchecked: the pthread lock is made for use from many threads; the pointer is
-    // allocated once and freed in deinit.
-    private let lock: UnsafeMutablePointer<pthread_rwlock_t>
-
-    init() {
-        lock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
-        lock.initialize(to: pthread_rwlock_t())
-        pthread_rwlock_init(lock, nil)
-    }
-
-    deinit {
-        pthread_rwlock_destroy(lock)
-        lock.deallocate()
-    }
-
-    func readLock() { pthread_rwlock_rdlock(lock) }
-    func tryReadLock() -> Bool { pthread_rwlock_tryrdlock(lock) == 0 }
-    func writeLock() { pthread_rwlock_wrlock(lock) }
-    func tryWriteLock() -> Bool { pthread_rwlock_trywrlock(lock) == 0 }
-    func unlock() { pthread_rwlock_unlock(lock) }
-}
-
 /// Carries one result from the driver thread to a blocked caller.
 private final class ResultBox<T>: @unchecked Sendable {
     // @unchecked: written once by the driver thread before `signal()`, read by the waiting

@@ -5,9 +5,13 @@ import Synchronization
 /// A driver that keeps everything in memory: the reference semantics every other
 /// driver is compared with, and a fast store for tests and caches.
 ///
-/// Reads see a copy-on-write snapshot of the committed state; writers run one at a time
-/// on a private copy that replaces the committed state when the closure returns. Nothing
-/// survives the process (no ``DriverCapabilities/persistence``).
+/// One copy of the state, guarded by a readers-writer lock. A read transaction holds it in
+/// read mode while its closure runs; a write transaction holds it in write mode and changes
+/// the state in place, noting in an undo log what each change replaced, and a closure that
+/// throws is undone from the log. So a write costs what it changes, not a copy of the
+/// collection (which copy-on-write snapshots would cost), readers wait for a running write
+/// closure instead of reading beside it, and a stream takes its results when it is made.
+/// Nothing survives the process (no ``DriverCapabilities/persistence``).
 ///
 /// ```swift
 /// let store = try await Store(driver: MemoryDriver())
@@ -16,10 +20,10 @@ public final class MemoryDriver: StorageDriver {
     public let backendName = "memory"
     public var capabilities: DriverCapabilities { DriverCapabilities.complete.subtracting([.persistence, .multiProcess]) }
 
-    private let committed = Mutex(MemoryState())
+    /// The state; read and written only while `lock` is held (see the type's comment).
+    private let box = MemoryStateBox()
+    private let lock = ReadWriteLock()
     private let closed = Mutex(false)
-    /// Serializes writers. Held only while a synchronous write closure runs.
-    private let writerLock = NSLock()
 
     public init() {}
 
@@ -36,7 +40,9 @@ public final class MemoryDriver: StorageDriver {
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any ReadTransaction) throws -> T) async throws -> T {
         try checkOpen()
-        let transaction = MemoryTransaction(state: committed.withLock { $0 }, writable: false)
+        lock.readLock()
+        defer { lock.unlock() }
+        let transaction = MemoryTransaction(box: box, writable: false)
         defer { transaction.isValid = false }
         return try body(transaction)
     }
@@ -44,20 +50,30 @@ public final class MemoryDriver: StorageDriver {
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (any WriteTransaction) throws -> T) async throws -> T {
         try checkOpen()
-        return try writerLock.withLock {
-            let transaction = MemoryTransaction(state: committed.withLock { $0 }, writable: true)
-            defer { transaction.isValid = false }
-            let result = try body(transaction)
-            let newState = transaction.state
-            committed.withLock { $0 = newState }
-            return result
+        lock.writeLock()
+        defer { lock.unlock() }
+        let transaction = MemoryTransaction(box: box, writable: true)
+        defer { transaction.isValid = false }
+        do {
+            return try body(transaction)
+        } catch {
+            transaction.rollBack()
+            throw error
         }
     }
 
     public func stream(_ query: Query, from collection: CollectionName) -> RecordStream {
         do {
             try checkOpen()
-            let snapshot = MemoryTransaction(state: committed.withLock { $0 }, writable: false)
+            try query.validate()
+            // A write closure holds the lock, perhaps on this very thread (a stream made
+            // inside a write closure): then the stream reads when iteration starts.
+            guard lock.tryReadLock() else {
+                return RecordStream(deferred: { try await self.read { tx in try tx.query(query, in: collection) } })
+            }
+            defer { lock.unlock() }
+            let snapshot = MemoryTransaction(box: box, writable: false)
+            defer { snapshot.isValid = false }
             return RecordStream(try snapshot.query(query, in: collection))
         } catch {
             return RecordStream(failing: DepotError.wrap(error))
@@ -66,7 +82,9 @@ public final class MemoryDriver: StorageDriver {
 
     public func integrityCheck() async throws -> [String] {
         try checkOpen()
-        return committed.withLock { $0 }.problems()
+        lock.readLock()
+        defer { lock.unlock() }
+        return box.state.problems()
     }
 
     public func close() async throws {
@@ -78,7 +96,7 @@ public final class MemoryDriver: StorageDriver {
     }
 }
 
-/// The committed contents of a memory store. A value: copying it is a snapshot.
+/// The contents of a memory store.
 struct MemoryState: Sendable {
     var collections: [CollectionName: InMemoryCollection] = [:]
 
@@ -93,15 +111,109 @@ struct MemoryState: Sendable {
     }
 }
 
-/// A transaction over a private copy of the state.
+/// Holds a memory store's one state, so transactions change it in place.
+final class MemoryStateBox: @unchecked Sendable {
+    // @unchecked: `state` is read and written only under the driver's readers-writer lock.
+    var state = MemoryState()
+}
+
+/// A transaction over the store's state, made and used while the driver's lock is held.
+///
+/// A writable one changes the state in place. Before its first change of a record it notes
+/// the record's previous fields (or that there was none) and the collection's last assigned
+/// id; before creating, dropping or re-preparing a collection it notes the whole collection
+/// (or that there was none), after which that collection's records need no notes.
+/// ``rollBack()`` puts back what the notes say: whole collections first, then single
+/// records, each with its unique-index entries.
 final class MemoryTransaction: WriteTransaction {
-    var state: MemoryState
+    // Not Sendable in use: made and used on one thread while the driver's lock is held.
+    private let box: MemoryStateBox
     let writable: Bool
     var isValid = true
+    /// Collections as they were before this transaction first created, dropped or
+    /// re-prepared them (`nil`: there was none).
+    private var savedCollections: [CollectionName: InMemoryCollection?] = [:]
+    /// Per collection, the records as they were before this transaction first changed them.
+    private var savedRecords: [CollectionName: SavedRecords] = [:]
+    /// The entry of `savedRecords` used last (writes come in runs on one collection).
+    private var lastSaved: SavedRecords?
 
-    init(state: MemoryState, writable: Bool) {
-        self.state = state
+    /// A collection's records as they were before a transaction first changed them.
+    private final class SavedRecords {
+        let name: CollectionName
+        /// The collection's last assigned id before the transaction.
+        let lastAssignedID: Int64
+        /// Each changed id once, with its fields before the first change (`nil`: absent).
+        var records: [(id: RecordID, fields: [String: FieldValue]?)] = []
+        var ids: Set<RecordID> = []
+
+        init(name: CollectionName, lastAssignedID: Int64) {
+            self.name = name
+            self.lastAssignedID = lastAssignedID
+        }
+    }
+
+    init(box: MemoryStateBox, writable: Bool) {
+        self.box = box
         self.writable = writable
+    }
+
+    private var state: MemoryState {
+        get { box.state }
+        _modify { yield &box.state }
+    }
+
+    /// Notes `collection` whole before a change of its existence or schema.
+    private func saveCollection(_ collection: CollectionName) {
+        guard savedCollections.index(forKey: collection) == nil else { return }
+        savedCollections[collection] = .some(state.collections[collection])
+        // Its records need no more notes (see the type's comment).
+        if lastSaved?.name == collection { lastSaved = nil }
+    }
+
+    /// Notes the record `id` of `collection` before its first change.
+    private func saveRecord(_ id: RecordID, in collection: CollectionName) {
+        guard let existing = state.collections[collection] else { return }
+        saveRecord(id, of: existing)
+    }
+
+    private func saveRecord(_ id: RecordID, of collection: InMemoryCollection) {
+        let name = collection.schema.name
+        let saved: SavedRecords
+        if let last = lastSaved, last.name == name {
+            saved = last
+        } else {
+            guard savedCollections.index(forKey: name) == nil else { return }
+            if let existing = savedRecords[name] {
+                saved = existing
+            } else {
+                saved = SavedRecords(name: name, lastAssignedID: collection.lastAssignedID)
+                savedRecords[name] = saved
+            }
+            lastSaved = saved
+        }
+        if saved.ids.insert(id).inserted { saved.records.append((id, collection.records[id])) }
+    }
+
+    /// Undoes every change of this transaction (its closure threw).
+    func rollBack() {
+        isValid = false
+        for (name, saved) in savedCollections {
+            state.collections[name] = saved
+        }
+        for (name, saved) in savedRecords {
+            guard state.collections[name] != nil else { continue }
+            // First take out every changed record (and its index entries), then put the old
+            // ones back, so two records that swapped unique values never collide.
+            for (id, _) in saved.records { _ = state.collections[name]?.remove(id) }
+            for (id, fields) in saved.records {
+                if let fields { state.collections[name]?.put(Record(id: id, fields: fields)) }
+            }
+            state.collections[name]?.lastAssignedID = saved.lastAssignedID
+        }
+        savedCollections = [:]
+        savedRecords = [:]
+        lastSaved = nil
     }
 
     private func checkValid() throws {
@@ -149,6 +261,7 @@ final class MemoryTransaction: WriteTransaction {
         try checkWritable()
         try schema.validate()
         guard var existing = state.collections[schema.name] else {
+            saveCollection(schema.name)
             state.collections[schema.name] = InMemoryCollection(schema: schema)
             return
         }
@@ -157,61 +270,66 @@ final class MemoryTransaction: WriteTransaction {
         }
         existing.schema = schema
         try existing.rebuildUniqueIndexes()
+        saveCollection(schema.name)
         state.collections[schema.name] = existing
     }
 
     func dropCollection(_ collection: CollectionName) throws -> Bool {
         try checkWritable()
-        return state.collections.removeValue(forKey: collection) != nil
+        guard state.collections[collection] != nil else { return false }
+        saveCollection(collection)
+        state.collections[collection] = nil
+        return true
     }
 
-    /// Runs `body` on the collection for a write of an id of `kind` (created if missing).
+    /// Runs `body` on the collection for a write of the record `id` (or of a new id, when
+    /// `id` is `nil`) of `kind`; the collection is created if missing.
     ///
-    /// The collection is taken out of the state while `body` runs, so `body` mutates the only
-    /// reference to its storage: a write costs O(1), not a copy of the whole collection.
-    /// `body` must throw only before it changes anything; on a throw the collection goes
-    /// back unchanged (and a collection created for the write is not kept).
-    private func withCollection<T>(_ name: CollectionName, kind: IDKind, _ body: (inout InMemoryCollection) throws -> T) throws -> T {
+    /// The collection is changed in place (the state is the only holder of its storage, so a
+    /// write costs O(1), not a copy of the whole collection). `body` must throw only before
+    /// it changes anything; a collection created for a write that throws is not kept.
+    private func withCollection<T>(_ name: CollectionName, kind: IDKind, id: RecordID?, _ body: (inout InMemoryCollection) throws -> T) throws -> T {
         try checkWritable()
-        let existed = state.collections.index(forKey: name) != nil
-        var target = state.collections.removeValue(forKey: name) ?? InMemoryCollection(schema: CollectionSchema(name: name, idKind: kind))
-        guard target.schema.idKind == kind else {
-            let existingKind = target.schema.idKind
-            state.collections[name] = target
-            throw DepotError(.invalidValue, "Collection '\(name)' uses \(existingKind) ids; got a \(kind) id.", collection: name.rawValue)
-        }
-        do {
-            let result = try body(&target)
-            state.collections[name] = target
+        guard var target = state.collections.removeValue(forKey: name) else {
+            var created = InMemoryCollection(schema: CollectionSchema(name: name, idKind: kind))
+            let result = try body(&created)
+            saveCollection(name)
+            state.collections[name] = created
             return result
-        } catch {
-            if existed { state.collections[name] = target }
-            throw error
         }
+        // Taken out of the state while `body` runs, so `body` changes the only reference to
+        // its storage; put back on every path.
+        defer { state.collections[name] = target }
+        guard target.schema.idKind == kind else {
+            throw DepotError(.invalidValue, "Collection '\(name)' uses \(target.schema.idKind) ids; got a \(kind) id.", collection: name.rawValue)
+        }
+        saveRecord(id ?? .int(max(target.lastAssignedID, 0) &+ 1), of: target)
+        return try body(&target)
     }
 
     func insert(_ record: Record, into collection: CollectionName) throws {
         let record = record.withoutNulls
-        try withCollection(collection, kind: record.id.kind) { try $0.insert(record) }
+        try withCollection(collection, kind: record.id.kind, id: record.id) { try $0.insert(record) }
     }
 
     func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID {
-        try withCollection(collection, kind: .int) { try $0.insertAssigningID(fields) }
+        try withCollection(collection, kind: .int, id: nil) { try $0.insertAssigningID(fields) }
     }
 
     func update(_ record: Record, in collection: CollectionName) throws {
         let record = record.withoutNulls
-        try withCollection(collection, kind: record.id.kind) { try $0.update(record) }
+        try withCollection(collection, kind: record.id.kind, id: record.id) { try $0.update(record) }
     }
 
     func save(_ record: Record, into collection: CollectionName) throws -> WriteOutcome {
         let record = record.withoutNulls
-        return try withCollection(collection, kind: record.id.kind) { try $0.save(record) }
+        return try withCollection(collection, kind: record.id.kind, id: record.id) { try $0.save(record) }
     }
 
     func delete(_ id: RecordID, from collection: CollectionName) throws -> Bool {
         try checkWritable()
-        // Mutates the collection in place (no copy of its records).
+        guard state.collections[collection]?.records[id] != nil else { return false }
+        saveRecord(id, in: collection)
         return state.collections[collection]?.remove(id) ?? false
     }
 
