@@ -72,7 +72,7 @@ let package = Package(
             name: "DepotSyncTests",
             // sync-kill branch: DepotConformance (ChildProcess, the helper's path) and DepotSQLite
             // (the kill test reads the clients' store files) for SyncKillTests.
-            dependencies: ["DepotSync", "DepotServer", "DepotWire", "DepotMemory", "DepotConformance", "DepotSQLite"],
+            dependencies: ["DepotSync", "DepotServer", "DepotWire", "DepotMemory", "DepotConformance", "DepotSQLite", "DepotGDBM"],
             swiftSettings: settings
         ),
         // end branch server

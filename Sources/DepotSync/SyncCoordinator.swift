@@ -99,6 +99,10 @@ public actor SyncCoordinator {
     /// Attaches `collection` to `endpoint`: records the attachment in the store (so every
     /// later write to it records an outbox entry) and keeps the endpoint's hooks for this
     /// coordinator. Attaching again with the same remote and path keeps the pull checkpoint.
+    ///
+    /// It also declares ``outboxRecordIndex`` on the outbox (once per store), so finding a
+    /// record's pending entries, which every pulled record and every push does, is an index
+    /// lookup on drivers with indexes instead of a scan of the whole outbox.
     /// - Throws: ``DepotError`` `.invalidStore` for a bad endpoint (see ``SyncEndpoint/validate()``).
     public func attach(_ collection: CollectionName, to endpoint: SyncEndpoint) async throws {
         try endpoint.validate()
@@ -106,6 +110,12 @@ public actor SyncCoordinator {
         let remote = endpoint.baseURL.absoluteString
         let path = endpoint.path
         try await localWrite { tx in
+            let outbox = try tx.schema(of: WireCollections.outbox) ?? CollectionSchema(name: WireCollections.outbox, idKind: .int)
+            if !outbox.indexes.contains(SyncCoordinator.outboxRecordIndex) {
+                var indexed = outbox
+                indexed.indexes.append(SyncCoordinator.outboxRecordIndex)
+                try tx.prepare(indexed)
+            }
             let key = RecordID.string(collection.rawValue)
             var fields = try tx.get(key, from: WireCollections.sync)?.fields ?? [:]
             if fields["remote"]?.stringValue != remote || fields["path"]?.stringValue != path {
@@ -114,6 +124,9 @@ public actor SyncCoordinator {
             try tx.save(Record(id: key, fields: fields), into: WireCollections.sync)
         }
     }
+
+    /// The outbox index that ``attach(_:to:)`` declares: entries by collection and record id.
+    public static let outboxRecordIndex = IndexDefinition(["collection", "recordId"], name: "depot_outbox_record")
 
     /// Removes the attachment: later writes record no outbox entries. Pending entries stay.
     /// - Throws: what the store throws.
