@@ -103,25 +103,53 @@ final class FieldLayout: Sendable {
 
 /// The few field layouts a store's records were last decoded with (a store's collections
 /// usually hold records of one shape each). Shared by every thread of the store.
+///
+/// Once ``capacity`` layouts are kept, a record that matches none of them is learned only
+/// if ``learnInterval`` such misses came since the last learning. Records of more shapes than
+/// the cache holds (many optional fields) would otherwise build a layout on nearly every read
+/// and evict it before its next use; this way they cost the general decoder plus, on one miss
+/// in ``learnInterval``, one layout.
 final class FieldLayoutCache: Sendable {
-    /// Most recently learned first.
-    private let layouts = Mutex<[FieldLayout]>([])
+    private struct State {
+        /// Most recently learned first.
+        var layouts: [FieldLayout] = []
+        /// Misses since the last layout was learned.
+        var missesSinceLearning = 0
+        /// Layouts learned so far (for tests and diagnostics).
+        var learned = 0
+    }
+
+    private let state = Mutex(State())
     /// Layouts kept at most.
     static let capacity = 8
     /// Records with more fields than this are decoded without a layout.
     static let maximumFields = 64
+    /// With the cache full, one miss in this many is learned.
+    static let learnInterval = 64
 
     /// The layouts, most recently learned first.
     func current() -> [FieldLayout] {
-        layouts.withLock { $0 }
+        state.withLock { $0.layouts }
     }
 
-    /// Remembers the layout of `names`, dropping the oldest past ``capacity``.
+    /// The number of layouts learned since the cache was made.
+    var learnedCount: Int { state.withLock { $0.learned } }
+
+    /// Called for a record that matched no layout: remembers the layout of `names` (see the
+    /// type's comment for when), dropping the oldest past ``capacity``.
     func learn(_ names: [String]) {
-        guard names.count >= 2, names.count <= FieldLayoutCache.maximumFields, let layout = FieldLayout(names: names) else { return }
-        layouts.withLock { all in
-            all.insert(layout, at: 0)
-            if all.count > FieldLayoutCache.capacity { all.removeLast() }
+        guard names.count >= 2, names.count <= FieldLayoutCache.maximumFields else { return }
+        let due = state.withLock { state -> Bool in
+            state.missesSinceLearning += 1
+            guard state.layouts.count < FieldLayoutCache.capacity || state.missesSinceLearning >= FieldLayoutCache.learnInterval else { return false }
+            state.missesSinceLearning = 0
+            return true
+        }
+        guard due, let layout = FieldLayout(names: names) else { return }
+        state.withLock { state in
+            state.layouts.insert(layout, at: 0)
+            if state.layouts.count > FieldLayoutCache.capacity { state.layouts.removeLast() }
+            state.learned += 1
         }
     }
 }

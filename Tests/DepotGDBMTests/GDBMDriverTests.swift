@@ -560,6 +560,31 @@ extension GDBMDriverTests {
         #expect(try Self.decode(key, Self.recordBytes(key: key, [("y", .int(1)), ("x11", .int(2))]), cache) == ["y": .int(1), "x11": .int(2)])
     }
 
+    @Test func manyShapesDoNotRelearnOnEveryRead() throws {
+        let key = BinaryCodec.key(for: .int(1))
+        let cache = FieldLayoutCache()
+        // 20 shapes of 3 fields (more than the cache holds), read in rotation.
+        let shapes = (0..<20).map { s in ["a\(s)", "b", "c"] }
+        let reads = 2_000
+        for n in 0..<reads {
+            let pairs = shapes[n % shapes.count].map { ($0, FieldValue.int(Int64(n))) }
+            let bytes = Self.recordBytes(key: key, pairs)
+            #expect(try Self.decode(key, bytes, cache) == Dictionary(uniqueKeysWithValues: pairs))
+        }
+        // The first 8 shapes fill the cache; after that one miss in `learnInterval` learns.
+        #expect(cache.current().count == FieldLayoutCache.capacity)
+        #expect(cache.learnedCount <= FieldLayoutCache.capacity + reads / FieldLayoutCache.learnInterval)
+        #expect(cache.learnedCount > FieldLayoutCache.capacity, "new shapes are still learned, slowly")
+
+        // A store with few shapes learns each once and then always hits.
+        let few = FieldLayoutCache()
+        for n in 0..<300 {
+            let pairs = [["x", "y"], ["x", "z"], ["p", "q", "r"]][n % 3].map { ($0, FieldValue.int(Int64(n))) }
+            #expect(try Self.decode(key, Self.recordBytes(key: key, pairs), few) == Dictionary(uniqueKeysWithValues: pairs))
+        }
+        #expect(few.learnedCount == 3)
+    }
+
     @Test func repeatedOrForeignNamesFallBackToTheGeneralDecoder() throws {
         let key = BinaryCodec.key(for: .int(7))
         let cache = FieldLayoutCache()
