@@ -119,12 +119,13 @@ final class MemoryStateBox: @unchecked Sendable {
 
 /// A transaction over the store's state, made and used while the driver's lock is held.
 ///
-/// A writable one changes the state in place. Before its first change of a record it notes
-/// the record's previous fields (or that there was none) and the collection's last assigned
-/// id; before creating, dropping or re-preparing a collection it notes the whole collection
-/// (or that there was none), after which that collection's records need no notes.
-/// ``rollBack()`` puts back what the notes say: whole collections first, then single
-/// records, each with its unique-index entries.
+/// A writable one changes the state in place. Before each change of a record it notes the
+/// record's previous fields (or that there was none), and before its first change in a
+/// collection that collection's last assigned id; before creating, dropping or re-preparing a
+/// collection it notes the whole collection (or that there was none), after which that
+/// collection's records need no notes. ``rollBack()`` puts back what the notes say: whole
+/// collections first, then single records, newest note first, each with its unique-index
+/// entries.
 final class MemoryTransaction: WriteTransaction {
     // Not Sendable in use: made and used on one thread while the driver's lock is held.
     private let box: MemoryStateBox
@@ -133,19 +134,18 @@ final class MemoryTransaction: WriteTransaction {
     /// Collections as they were before this transaction first created, dropped or
     /// re-prepared them (`nil`: there was none).
     private var savedCollections: [CollectionName: InMemoryCollection?] = [:]
-    /// Per collection, the records as they were before this transaction first changed them.
+    /// Per collection, the undo notes of its record changes.
     private var savedRecords: [CollectionName: SavedRecords] = [:]
     /// The entry of `savedRecords` used last (writes come in runs on one collection).
     private var lastSaved: SavedRecords?
 
-    /// A collection's records as they were before a transaction first changed them.
+    /// The undo notes of one collection's record changes in a transaction.
     private final class SavedRecords {
         let name: CollectionName
         /// The collection's last assigned id before the transaction.
         let lastAssignedID: Int64
-        /// Each changed id once, with its fields before the first change (`nil`: absent).
+        /// Every change in order: the id and its fields before that change (`nil`: absent).
         var records: [(id: RecordID, fields: [String: FieldValue]?)] = []
-        var ids: Set<RecordID> = []
 
         init(name: CollectionName, lastAssignedID: Int64) {
             self.name = name
@@ -192,7 +192,7 @@ final class MemoryTransaction: WriteTransaction {
             }
             lastSaved = saved
         }
-        if saved.ids.insert(id).inserted { saved.records.append((id, collection.records[id])) }
+        saved.records.append((id, collection.records[id]))
     }
 
     /// Undoes every change of this transaction (its closure threw).
@@ -203,10 +203,10 @@ final class MemoryTransaction: WriteTransaction {
         }
         for (name, saved) in savedRecords {
             guard state.collections[name] != nil else { continue }
-            // First take out every changed record (and its index entries), then put the old
-            // ones back, so two records that swapped unique values never collide.
-            for (id, _) in saved.records { _ = state.collections[name]?.remove(id) }
-            for (id, fields) in saved.records {
+            // Newest change first: each step goes back to a state the transaction had (so
+            // unique values never collide on the way) and the last to the one before it.
+            for (id, fields) in saved.records.reversed() {
+                _ = state.collections[name]?.remove(id)
                 if let fields { state.collections[name]?.put(Record(id: id, fields: fields)) }
             }
             state.collections[name]?.lastAssignedID = saved.lastAssignedID
