@@ -171,7 +171,7 @@ final class MemoryTransaction: WriteTransaction {
         if lastSaved?.name == collection { lastSaved = nil }
     }
 
-    /// Notes the record `id` of `collection` before its first change.
+    /// Notes the record `id` of `collection` before a change of it.
     private func saveRecord(_ id: RecordID, in collection: CollectionName) {
         guard let existing = state.collections[collection] else { return }
         saveRecord(id, of: existing)
