@@ -76,15 +76,15 @@ public struct RecordStream: AsyncSequence, Sendable {
         var state: State
 
         public mutating func next() async throws -> Record? {
-            if case .deferred(let load) = state {
+            switch state {
+            case .deferred(let load):
                 do {
                     state = .records(try await load(), 0)
                 } catch {
                     state = .done
                     throw error
                 }
-            }
-            switch state {
+                return try await next()
             case .records(let records, let index):
                 guard index < records.count else { state = .done; return nil }
                 state = .records(records, index + 1)
@@ -96,7 +96,7 @@ public struct RecordStream: AsyncSequence, Sendable {
             case .failure(let error):
                 state = .done
                 throw error
-            case .deferred, .done:
+            case .done:
                 return nil
             }
         }

@@ -488,9 +488,9 @@ enum BinaryCodec {
 
     /// Decodes a record's fields, verifying version and checksum first.
     ///
-    /// With `layouts`, a record whose field names are exactly those of a known layout (byte
-    /// for byte, in stored order) is decoded into a copy of the layout's template, and the
-    /// names of a record that matches none are learned. The result is the same either way.
+    /// With `layouts`, a record whose field names are exactly those of a known layout (in any
+    /// order) is decoded into a copy of the layout's template, and the names of a record that
+    /// matches none are offered to the cache to learn. The result is the same either way.
     static func decodeFields(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, layouts: FieldLayoutCache? = nil) throws(RecordProblem) -> [String: FieldValue] {
         guard value.count >= 6 else { throw .malformed }
         guard value[0] == recordVersion else { throw .version }

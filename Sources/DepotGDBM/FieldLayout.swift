@@ -11,7 +11,7 @@ import Synchronization
 /// stored name is looked up among the layout's names: first at the same position, then by
 /// a small hash table over each name's length and first 8 bytes, compared as integers (all
 /// bytes only for longer names).
-/// A copy of a dictionary keeps its buckets, so ``indices`` stay valid in the copy.
+/// ``template`` and ``indices`` are a ``FieldTemplate``.
 final class FieldLayout: Sendable {
     /// The names' UTF-8 bytes, one after the other; field `i`'s are at `ranges[i]`.
     let nameBytes: [UInt8]
@@ -30,21 +30,16 @@ final class FieldLayout: Sendable {
     /// A layout of `names` (at most 255); `nil` when a name repeats.
     init?(names: [String]) {
         guard names.count < 256 else { return nil }
-        var template = [String: FieldValue](minimumCapacity: names.count)
+        let template = FieldTemplate(names: names)
+        guard template.fields.count == names.count else { return nil }
         var bytes: [UInt8] = []
         var ranges: [Range<Int>] = []
         var prefixes: [UInt64] = []
         for name in names {
-            guard template.updateValue(.null, forKey: name) == nil else { return nil }
             let start = bytes.count
             bytes.append(contentsOf: name.utf8)
             ranges.append(start..<bytes.count)
             prefixes.append(bytes.withUnsafeBytes { FieldLayout.prefix(UnsafeRawBufferPointer(rebasing: $0[start...])) })
-        }
-        var indices: [Dictionary<String, FieldValue>.Index] = []
-        for name in names {
-            guard let index = template.index(forKey: name) else { return nil }
-            indices.append(index)
         }
         var bits: UInt64 = 1
         while (1 << bits) < 2 * names.count { bits += 1 }
@@ -60,8 +55,8 @@ final class FieldLayout: Sendable {
         self.nameBytes = bytes
         self.ranges = ranges
         self.prefixes = prefixes
-        self.template = template
-        self.indices = indices
+        self.template = template.fields
+        self.indices = template.indices
     }
 
     @inline(__always) static func slot(_ prefix: UInt64, _ length: Int, shift: UInt64) -> Int {

@@ -197,7 +197,6 @@ final class MemoryTransaction: WriteTransaction {
 
     /// Undoes every change of this transaction (its closure threw).
     func rollBack() {
-        isValid = false
         for (name, saved) in savedCollections {
             state.collections[name] = saved
         }

@@ -70,9 +70,8 @@ final class CollectionMeta: Sendable {
     /// `DELETE FROM "table" WHERE "id" = ?`
     let deleteSQL: String
     /// Every field mapped to `.null`, and (``templateIndex``) each field's position in it, in
-    /// column order. Decoding a row copies the template and sets each value through its index,
-    /// so no field name is hashed per row (a copy of a dictionary keeps its buckets, so the
-    /// indices stay valid in the copy).
+    /// column order (a ``FieldTemplate``): decoding a row copies it and sets each value
+    /// through its index.
     let recordTemplate: [String: FieldValue]
     /// The index of `fields[i]` in ``recordTemplate``.
     let templateIndex: [Dictionary<String, FieldValue>.Index]
@@ -93,10 +92,9 @@ final class CollectionMeta: Sendable {
         }
         self.position = position
         self.fieldOfColumn = fieldOfColumn
-        var template = [String: FieldValue](minimumCapacity: ordered.count)
-        for field in fields { template[field] = .null }
-        recordTemplate = template
-        templateIndex = fields.map { field in template.index(forKey: field) ?? template.startIndex }
+        let template = FieldTemplate(names: fields)
+        recordTemplate = template.fields
+        templateIndex = template.indices
         quotedTable = quoteIdentifier(table)
         let quotedColumns = ["id", SQLiteLayout.tagColumn].map(quoteIdentifier) + columns.map(quoteIdentifier)
         selectSQL = "SELECT " + quotedColumns.joined(separator: ", ") + " FROM " + quotedTable

@@ -110,11 +110,10 @@ public actor SyncCoordinator {
         let remote = endpoint.baseURL.absoluteString
         let path = endpoint.path
         try await localWrite { tx in
-            let outbox = try tx.schema(of: WireCollections.outbox) ?? CollectionSchema(name: WireCollections.outbox, idKind: .int)
+            var outbox = try tx.schema(of: WireCollections.outbox) ?? CollectionSchema(name: WireCollections.outbox, idKind: .int)
             if !outbox.indexes.contains(SyncCoordinator.outboxRecordIndex) {
-                var indexed = outbox
-                indexed.indexes.append(SyncCoordinator.outboxRecordIndex)
-                try tx.prepare(indexed)
+                outbox.indexes.append(SyncCoordinator.outboxRecordIndex)
+                try tx.prepare(outbox)
             }
             let key = RecordID.string(collection.rawValue)
             var fields = try tx.get(key, from: WireCollections.sync)?.fields ?? [:]

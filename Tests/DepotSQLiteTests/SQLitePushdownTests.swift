@@ -67,13 +67,19 @@ import Testing
         }
     }
 
-    @Test(arguments: [true, false])
-    func randomQueriesMatchTheEvaluator(intIDs: Bool) async throws {
-        var g = Generator(state: intIDs ? 42 : 7)
+    /// An in-memory store whose collection `things` holds ``records(intIDs:using:)``.
+    static func loaded(intIDs: Bool, using g: inout Generator) async throws -> (SQLiteDriver, CollectionName, [Record]) {
         let driver = try await SQLiteDriver(path: ":memory:")
         let things = try CollectionName("things")
         let records = Self.records(intIDs: intIDs, using: &g)
         try await driver.write { tx in for record in records { try tx.insert(record, into: things) } }
+        return (driver, things, records)
+    }
+
+    @Test(arguments: [true, false])
+    func randomQueriesMatchTheEvaluator(intIDs: Bool) async throws {
+        var g = Generator(state: intIDs ? 42 : 7)
+        let (driver, things, records) = try await Self.loaded(intIDs: intIDs, using: &g)
         let stored = try await driver.read { tx in try tx.query(Query(), in: things) }
         #expect(stored == records.sorted { $0.id < $1.id }, "every record round-trips exactly")
         for round in 0..<400 {
@@ -100,10 +106,7 @@ import Testing
     @Test(arguments: [true, false])
     func randomIDQueriesMatchTheEvaluator(intIDs: Bool) async throws {
         var g = Generator(state: intIDs ? 11 : 13)
-        let driver = try await SQLiteDriver(path: ":memory:")
-        let things = try CollectionName("things")
-        let records = Self.records(intIDs: intIDs, using: &g)
-        try await driver.write { tx in for record in records { try tx.insert(record, into: things) } }
+        let (driver, things, records) = try await Self.loaded(intIDs: intIDs, using: &g)
         let ids = records.map { record -> FieldValue in
             switch record.id {
             case .int(let i): .int(i)
