@@ -357,10 +357,23 @@ final class GDBMEngine: @unchecked Sendable {
 
     private func checkUsable() throws {
         let (open, failure) = state.withLock { ($0.isOpen, $0.failure) }
+        try GDBMEngine.checkUsable(open: open, failure: failure)
+    }
+
+    /// `.closed` for a closed store, `.io` for one whose pending commit could not be applied.
+    private static func checkUsable(open: Bool, failure: DepotError?) throws {
         guard open else { throw DepotError(.closed, "The GDBM store is closed.") }
         if let failure {
             throw DepotError(.io, "An earlier commit could not be applied to the GDBM files; reopen the store to recover it.", cause: failure)
         }
+    }
+
+    /// ``checkUsable()`` and ``begin(writable:)`` under one take of the state lock (an inline
+    /// read's path).
+    private func beginUsable(writable: Bool) throws -> GDBMTransaction {
+        let (open, failure, catalog, layers, generation) = state.withLock { ($0.isOpen, $0.failure, $0.catalog, $0.pending, $0.generation) }
+        try GDBMEngine.checkUsable(open: open, failure: failure)
+        return GDBMTransaction(engine: self, writable: writable, catalog: catalog, layers: layers, generation: generation)
     }
 
     /// A transaction over the current committed state (catalog, files, pending layers).
@@ -403,8 +416,7 @@ final class GDBMEngine: @unchecked Sendable {
             filesLock.unlock()
             scheduleApply()
         }
-        try checkUsable()
-        let tx = begin(writable: false)
+        let tx = try beginUsable(writable: false)
         tx.inlineBudget = GDBMEngine.inlineBudget
         defer { tx.isValid = false }
         do {

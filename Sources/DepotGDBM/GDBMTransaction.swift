@@ -114,6 +114,8 @@ final class GDBMTransaction: WriteTransaction {
     }
 
     private func find(_ file: FileID, _ key: [UInt8]) -> Found {
+        // A read transaction with no layer over the files (the usual case) hashes nothing.
+        if overlays.isEmpty && layers.isEmpty { return .inFile }
         if let overlay = overlays[file] {
             if let change = overlay.changes[key] {
                 if case .put(let value) = change { return .value(value) }
@@ -214,8 +216,10 @@ final class GDBMTransaction: WriteTransaction {
 
     // MARK: Records
 
-    private func decodeRecord(_ collection: CollectionName, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws -> Record {
-        guard let id = try? BinaryCodec.id(fromKey: key) else {
+    /// The record stored under `key` with bytes `value`. `knownID` is the id `key` was built
+    /// from, when the caller has it (a get by id): the id is then not decoded again.
+    private func decodeRecord(_ collection: CollectionName, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, knownID: RecordID? = nil) throws -> Record {
+        guard let id = knownID ?? (try? BinaryCodec.id(fromKey: key)) else {
             throw GDBMErrors.corrupted("A record key in collection '\(collection)' cannot be decoded.", collection: collection.rawValue)
         }
         do {
@@ -225,18 +229,20 @@ final class GDBMTransaction: WriteTransaction {
         }
     }
 
-    private func loadRecord(_ collection: CollectionName, key: [UInt8]) throws -> Record? {
+    /// The snapshot's record under `key`; `id`, when given, is the id `key` was built from.
+    private func loadRecord(_ collection: CollectionName, key: [UInt8], id: RecordID? = nil) throws -> Record? {
         let file = FileID.records(collection)
         switch find(file, key) {
         case .value(let value):
-            return try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try decodeRecord(collection, key: k, value: v) } }
+            return try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try decodeRecord(collection, key: k, value: v, knownID: id) } }
         case .absent:
             return nil
         case .inFile:
             try spend()
             guard let committed = try committedFile(file) else { return nil }
-            let record = try committed.fetch(key) { value in try key.withUnsafeBytes { k in try decodeRecord(collection, key: k, value: value) } }
-            if record != nil { lastFoundInFile = (collection, key) }
+            let record = try committed.fetch(key) { value in try key.withUnsafeBytes { k in try decodeRecord(collection, key: k, value: value, knownID: id) } }
+            // Only a write transaction asks again (an update after its get).
+            if writable, record != nil { lastFoundInFile = (collection, key) }
             return record
         }
     }
@@ -451,7 +457,7 @@ final class GDBMTransaction: WriteTransaction {
             try scan(collection, body)
         case .ids(let ids):
             for id in ids {
-                if let record = try loadRecord(collection, key: BinaryCodec.key(for: id)), try !body(record) { return }
+                if let record = try loadRecord(collection, key: BinaryCodec.key(for: id), id: id), try !body(record) { return }
             }
         case .entries(let keys, _, let unique):
             var seen = Set<[UInt8]>()
@@ -503,7 +509,7 @@ final class GDBMTransaction: WriteTransaction {
             var page: [Record] = []
             page.reserveCapacity(pageIDs.count)
             for id in pageIDs {
-                if let record = try loadRecord(collection, key: BinaryCodec.key(for: id)) { page.append(record) }
+                if let record = try loadRecord(collection, key: BinaryCodec.key(for: id), id: id) { page.append(record) }
             }
             return page
         }
@@ -594,7 +600,7 @@ final class GDBMTransaction: WriteTransaction {
         var out: [Record] = []
         out.reserveCapacity(ids.count)
         for id in ids {
-            guard let record = try loadRecord(collection, key: BinaryCodec.key(for: id)) else { continue }
+            guard let record = try loadRecord(collection, key: BinaryCodec.key(for: id), id: id) else { continue }
             if let filter, !QueryEvaluator.matches(filter, record) { continue }
             out.append(record)
         }
@@ -616,7 +622,7 @@ final class GDBMTransaction: WriteTransaction {
     func get(_ id: RecordID, from collection: CollectionName) throws -> Record? {
         try checkValid()
         guard catalog[collection] != nil else { return nil }
-        return try loadRecord(collection, key: BinaryCodec.key(for: id))
+        return try loadRecord(collection, key: BinaryCodec.key(for: id), id: id)
     }
 
     func forEach(_ query: Query, in collection: CollectionName, _ body: (Record) throws -> Bool) throws {
