@@ -56,6 +56,25 @@ public enum Workload: String, Sendable, Hashable, CaseIterable, Codable {
         }
     }
 
+    /// The workloads named in a comma-separated `list` (`"point-reads,ycsb-c"`), in run order,
+    /// with the bulk insert that loads the data always included.
+    /// - Throws: ``BenchError`` for a name that is not a workload's, or an empty list.
+    public static func parseList(_ list: String) throws -> [Workload] {
+        var chosen: Set<Workload> = [.bulkInsert]
+        var named = 0
+        for part in list.split(separator: ",") {
+            let name = part.filter { !$0.isWhitespace }.lowercased()
+            guard !name.isEmpty else { continue }
+            guard let workload = Workload(rawValue: name) else {
+                throw BenchError("Unknown workload '\(name)' in --workloads; known: \(runOrder.map(\.rawValue).joined(separator: ", ")).")
+            }
+            chosen.insert(workload)
+            named += 1
+        }
+        guard named > 0 else { throw BenchError("--workloads names no workload.") }
+        return runOrder.filter(chosen.contains)
+    }
+
     /// `true` for the YCSB core workloads.
     public var isYCSB: Bool {
         switch self {

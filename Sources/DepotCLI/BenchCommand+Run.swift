@@ -12,6 +12,13 @@ extension BenchCommand {
         if let drivers {
             options.drivers = drivers.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
         }
+        if let workloads {
+            do {
+                options.workloads = try Workload.parseList(workloads)
+            } catch let error as BenchError {
+                throw CLIFailure.usage(error.description, "see 'depot help bench'")
+            }
+        }
         options.rounds = rounds
         options.records = records
         if let operations { options.operations = operations }

@@ -10,7 +10,7 @@ struct BenchCommand: DepotSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Benchmark drivers on YCSB A–F, bulk insert/fetch, point reads and durable commits, against the raw engines.",
-        usage: "depot bench [--drivers D,D] [--rounds N] [--records N] [--operations N] [--durability full|normal] [--streaming N] [--json FILE] [--chart FILE.svg] [--quick]",
+        usage: "depot bench [--drivers D,D] [--workloads W,W] [--rounds N] [--records N] [--operations N] [--durability full|normal] [--streaming N] [--json FILE] [--chart FILE.svg] [--quick]",
         discussion: """
             Reports medians and ratios taken round by round, with the settings beside the \
             numbers. Durable commits always run at durability full. See Docs/Benchmarks.md.
@@ -22,6 +22,9 @@ struct BenchCommand: DepotSubcommand {
 
     @Option(help: ArgumentHelp("Comma-separated driver schemes (default: every driver).", valueName: "D,D"))
     var drivers: String?
+
+    @Option(help: ArgumentHelp("Comma-separated workloads: bulk-insert, bulk-fetch, point-reads, ycsb-a … ycsb-f, durable-commit (default: all; the bulk insert always runs, it loads the data).", valueName: "W,W"))
+    var workloads: String?
 
     @Option(help: "Rounds, interleaved across drivers.")
     var rounds = 5

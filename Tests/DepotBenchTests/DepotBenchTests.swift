@@ -134,6 +134,13 @@ import Testing
         try await floor.close()
     }
 
+    @Test func workloadListsParseInRunOrderWithTheLoad() throws {
+        #expect(try Workload.parseList("ycsb-c, point-reads") == [.bulkInsert, .pointReads, .ycsbC])
+        #expect(try Workload.parseList("bulk-insert") == [.bulkInsert])
+        #expect(throws: BenchError.self) { try Workload.parseList("ycsb-g") }
+        #expect(throws: BenchError.self) { try Workload.parseList(" , ") }
+    }
+
     @Test func badOptionsAreRejected() async {
         var options = BenchOptions()
         options.drivers = ["oracle"]
