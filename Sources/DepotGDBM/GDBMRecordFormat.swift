@@ -14,11 +14,29 @@ public enum _GDBMRecordFormat {
     /// Decodes a stored value, verifying its checksum.
     /// - Throws: ``DepotError`` `.corrupted`.
     public static func decode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, collection: String) throws -> Record {
+        try decode(key: key, value: value, collection: collection, layouts: nil)
+    }
+
+    fileprivate static func decode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, collection: String, layouts: FieldLayoutCache?) throws -> Record {
         let id = try BinaryCodec.id(fromKey: key)
         do {
-            return Record(id: id, fields: try BinaryCodec.decodeFields(key: key, value: value))
+            return Record(id: id, fields: try BinaryCodec.decodeFields(key: key, value: value, layouts: layouts))
         } catch {
             throw GDBMErrors.badRecord(error, collection: collection, id: id)
+        }
+    }
+
+    /// Decodes stored values as the driver does, field layouts included: records of a shape
+    /// seen before are decoded through their layout (the driver's fast path).
+    public final class Reader: Sendable {
+        private let layouts = FieldLayoutCache()
+
+        public init() {}
+
+        /// Decodes a stored value, verifying its checksum.
+        /// - Throws: ``DepotError`` `.corrupted`.
+        public func decode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, collection: String) throws -> Record {
+            try _GDBMRecordFormat.decode(key: key, value: value, collection: collection, layouts: layouts)
         }
     }
 }

@@ -4,7 +4,12 @@
 //   the same bytes with the driver's decoder;
 // - bulk insert: one write transaction of RECORDS inserts (durability normal; the journal is
 //   written, the files synced at close) vs `gdbm_store` of the same encoded bytes + gdbm_sync;
-//   wall clock and CPU time of the process (`gdbm-bench RECORDS insert` runs only this).
+//   wall clock and CPU time of the process (`gdbm-bench RECORDS insert` runs only this);
+// - point reads through the repository API (issue 4's target): records of 10 × 100-byte
+//   strings under string ids, `Collection.get` and `Repository.find(id:)` (one transaction
+//   each) vs `gdbm_fetch` + decoding the same bytes as the driver does (into a `Record`, then
+//   for the repository row into the same model), in alternating rounds
+//   (`gdbm-bench RECORDS repository` runs only this).
 import CGDBMBench
 import Depot
 import Foundation
@@ -73,6 +78,118 @@ let rawInsertCPU = cpuNow() - c0
 let insertCPULine = String(
     format: "  same, CPU time (all threads)               driver %8.2f µs/op   raw %8.2f µs/op   ratio %5.2f×",
     driverInsertCPU / Double(count) * 1e6, rawInsertCPU / Double(count) * 1e6, driverInsertCPU / rawInsertCPU)
+
+// MARK: Point reads through the repository API
+
+/// The rows of the repository point-read benchmark: YCSB's shape, 10 fields of 100 bytes.
+struct UserRow: Model {
+    var id: String
+    var field0, field1, field2, field3, field4, field5, field6, field7, field8, field9: String
+    static let collectionName = "usertable"
+
+    init(_ i: Int) {
+        id = UserRow.key(i)
+        func value(_ f: Int) -> String { String(repeating: String(UnicodeScalar(UInt8(97 + (i + f) % 26))), count: 100) }
+        (field0, field1, field2, field3, field4) = (value(0), value(1), value(2), value(3), value(4))
+        (field5, field6, field7, field8, field9) = (value(5), value(6), value(7), value(8), value(9))
+    }
+
+    static func key(_ i: Int) -> String { "user" + String(UInt64(truncatingIfNeeded: i) &* 0x9E37_79B9_7F4A_7C15, radix: 16) }
+}
+
+/// Median of `values`.
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted[sorted.count / 2]
+}
+
+/// Raw: `gdbm_fetch` of each key, then the driver's decoding of the same bytes (field layouts
+/// included) into a `Record`, and with `model` on into a `UserRow` by `RecordDecoder`.
+func rawRepositoryReads(_ dbf: OpaquePointer, _ keys: [[UInt8]], model: Bool) throws -> Int {
+    let reader = _GDBMRecordFormat.Reader()
+    var n = 0
+    for key in keys {
+        let found = withDatum(key) { gdbm_fetch(dbf, $0) }
+        guard let ptr = found.dptr else { print("missing record"); exit(1) }
+        defer { free(ptr) }
+        let record = try key.withUnsafeBytes { k in
+            try reader.decode(key: k, value: UnsafeRawBufferPointer(start: ptr, count: Int(found.dsize)), collection: "usertable")
+        }
+        if model {
+            n &+= try RecordDecoder().decode(UserRow.self, from: record).field0.utf8.count
+        } else {
+            n &+= record.fields.count
+        }
+    }
+    return n
+}
+
+/// `Collection.get` of each id, one read transaction each, from an ordinary task.
+func collectionReads(_ collection: Depot.Collection, _ ids: [String]) async throws -> Int {
+    var n = 0
+    for id in ids { n &+= try await collection.get(.string(id))?.fields.count ?? 0 }
+    return n
+}
+
+/// `Repository.find(id:)` of each id (no read cache), one read transaction each.
+func repositoryReads(_ repository: Repository<UserRow>, _ ids: [String]) async throws -> Int {
+    var n = 0
+    for id in ids { n &+= try await repository.find(id: id)?.field0.utf8.count ?? 0 }
+    return n
+}
+
+/// Loads `count` rows into a new store in `directory`, then runs `rounds` rounds of raw, `Collection.get` and
+/// `Repository.find(id:)` over the same random ids; prints the medians and their ratios.
+func repositoryPointReads(in directory: String, count: Int, reads: Int, rounds: Int) async throws {
+    let store = try await Store.open("gdbm:\(directory)?durability=normal", registry: .standard)
+    let rows = try await store.repository(UserRow.self)
+    var start = 0
+    while start < count {
+        let end = min(start + 10_000, count)
+        try await rows.save((start..<end).map(UserRow.init))
+        start = end
+    }
+    // Raw opens the driver's own file read-only without gdbm's lock: the store has it open too.
+    let dbf = rawOpen(directory + "/data/usertable.records.gdbm", GDBM_READER | GDBM_NOLOCK)
+    defer { gdbm_close(dbf) }
+    let collection = store.collection(try UserRow.collection())
+    var rng = SystemRandomNumberGenerator()
+    var times: [String: [Double]] = [:]
+    var check = 0
+    for round in 0...rounds {
+        let ids = (0..<reads).map { _ in UserRow.key(Int.random(in: 0..<count, using: &rng)) }
+        let keys = ids.map { _GDBMRecordFormat.key(for: .string($0)) }
+        var t = now()
+        check &+= try rawRepositoryReads(dbf, keys, model: false)
+        let raw = now() - t
+        t = now()
+        check &+= try rawRepositoryReads(dbf, keys, model: true)
+        let rawModel = now() - t
+        t = now()
+        check &+= try await collectionReads(collection, ids)
+        let depot = now() - t
+        t = now()
+        check &+= try await repositoryReads(rows, ids)
+        let depotModel = now() - t
+        guard round > 0 else { continue }  // round 0 warms both sides up
+        times["raw", default: []].append(raw)
+        times["rawModel", default: []].append(rawModel)
+        times["collection", default: []].append(depot)
+        times["repository", default: []].append(depotModel)
+        print(String(format: "  round %d: Collection.get %.2f×, Repository.find %.2f×", round, depot / raw, depotModel / rawModel))
+    }
+    try await store.close()
+    func m(_ name: String) -> Double { median(times[name] ?? [0]) }
+    print("point reads through the repository API, \(count) records of 10 × 100 B, string ids, \(reads) reads per round, median of \(rounds) rounds (checksum \(check)):")
+    line("  Collection.get vs fetch + decode to Record", m("collection"), m("raw"), ops: reads)
+    line("  Repository.find vs fetch + decode to model", m("repository"), m("rawModel"), ops: reads)
+}
+
+if CommandLine.arguments.count > 2 && CommandLine.arguments[2] == "repository" {
+    try await repositoryPointReads(in: base + "/repository", count: count, reads: reads, rounds: 5)
+    try? FileManager.default.removeItem(atPath: base)  // exit(0) skips the defer
+    exit(0)
+}
 
 if CommandLine.arguments.count > 2 && CommandLine.arguments[2] == "insert" {
     print(String(format: "bulk insert: driver %.2f µs/op, raw %.2f µs/op, ratio %.2f×", driverInsert / Double(count) * 1e6, rawInsert / Double(count) * 1e6, driverInsert / rawInsert))
@@ -251,3 +368,5 @@ let fullDriver = try await runDriver(fullStore, fullOps, users, pinned: false)
 try await fullStore.close()
 line("YCSB A, durability full (\(fullOps.count) ops)", fullDriver, try runRaw(rawCopy, fullOps), ops: fullOps.count)
 print("YCSB E (short range scans) is not run: GDBM has no key order, so a range scan is a full scan of the collection file plus the shared evaluator.")
+
+try await repositoryPointReads(in: base + "/repository", count: count, reads: reads, rounds: 5)
