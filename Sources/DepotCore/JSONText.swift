@@ -13,7 +13,12 @@ import Foundation
 /// | `.double(-0.0)` | `-0.0` |
 /// | `.double(.infinity)` | `{"$double":"Infinity"}` (and `-Infinity`) |
 /// | `.bytes(d)` | `{"$bytes":"<base64>"}` |
-/// | an object whose only key is `$bytes`, `$double` or `$object` | `{"$object":{...}}` |
+/// | an object whose only key is `$bytes`, `$double`, `$object` or `$base64` | `{"$object":{...}}` |
+///
+/// `$base64` is the bytes tag of Depot's first HTTP wire format. It is never written as a
+/// tag; an object whose only key it is gets wrapped like the others, so that readers of the
+/// HTTP wire can still take `{"$base64":"..."}` from an older client as bytes
+/// (``parse(_:acceptingLegacyBase64:)``) without mistaking a user's object for it.
 ///
 /// An integer literal outside Int64 reads as a double. Keys are written sorted by their
 /// UTF-8 bytes so output is stable.
@@ -29,22 +34,33 @@ public enum JSONText {
     /// Parses one JSON value (surrounding white space allowed).
     /// - Throws: ``DepotError`` `.decoding` naming the line and column.
     public static func parse(_ bytes: [UInt8]) throws -> FieldValue {
+        try parse(bytes, acceptingLegacyBase64: false)
+    }
+
+    /// Parses one JSON value; with `acceptingLegacyBase64`, an object whose only key is
+    /// `$base64` holding a base64 string is also read as bytes (the HTTP wire's older form,
+    /// see Docs/Server.md). Everything else as ``parse(_:)``.
+    /// - Throws: ``DepotError`` `.decoding` naming the line and column.
+    public static func parse(_ bytes: [UInt8], acceptingLegacyBase64: Bool) throws -> FieldValue {
         var parser = JSONParser(bytes: bytes)
         parser.skipSpace()
         let raw = try parser.value(depth: 0)
         parser.skipSpace()
         guard parser.index == bytes.count else { throw parser.error("unexpected text after the value") }
-        return try interpretTags(raw)
+        return try interpretTags(raw, legacyBase64: acceptingLegacyBase64)
     }
 
     /// Turns the tagged objects of a raw parse into the values they stand for.
-    static func interpretTags(_ value: FieldValue) throws -> FieldValue {
+    static func interpretTags(_ value: FieldValue, legacyBase64: Bool) throws -> FieldValue {
         switch value {
         case .array(let items):
-            return .array(try items.map(interpretTags))
+            return .array(try items.map { try interpretTags($0, legacyBase64: legacyBase64) })
         case .object(let members):
             if members.count == 1, let (key, inner) = members.first {
                 switch (key, inner) {
+                case ("$base64", .string(let b64)) where legacyBase64:
+                    guard let data = Data(base64Encoded: b64) else { throw DepotError(.decoding, "Malformed JSON: a $base64 value is not base64.") }
+                    return .bytes(data)
                 case ("$bytes", .string(let b64)):
                     guard let data = Data(base64Encoded: b64) else { throw DepotError(.decoding, "Malformed JSON: a $bytes value is not base64.") }
                     return .bytes(data)
@@ -53,11 +69,11 @@ public enum JSONText {
                     if text == "-Infinity" { return .double(-.infinity) }
                     throw DepotError(.decoding, "Malformed JSON: a $double value is not Infinity or -Infinity.")
                 case ("$object", .object(let wrapped)):
-                    return .object(try wrapped.mapValues(interpretTags))
+                    return .object(try wrapped.mapValues { try interpretTags($0, legacyBase64: legacyBase64) })
                 default: break
                 }
             }
-            return .object(try members.mapValues(interpretTags))
+            return .object(try members.mapValues { try interpretTags($0, legacyBase64: legacyBase64) })
         default:
             return value
         }
@@ -113,7 +129,9 @@ public enum JSONText {
         }
     }
 
-    static let tags: Set<String> = ["$bytes", "$double", "$object"]
+    /// The keys that make a one-key object a tag on some reader; a user's object with one of
+    /// them as its only key is written wrapped in `$object`.
+    static let tags: Set<String> = ["$bytes", "$double", "$object", "$base64"]
 
     private static func writeObject(_ members: [String: FieldValue], into out: inout [UInt8], pretty: Bool, indent: Int) {
         out.append(0x7B)
