@@ -16,13 +16,13 @@ let package = Package(
         .library(name: "DepotConformance", targets: ["DepotConformance"]),
         .executable(name: "depot", targets: ["DepotCLI"]),
         .executable(name: "depot-crash-helper", targets: ["DepotCrashHelper"]),
-        // bench branch: the benchmark engine, for the Benchmarks/ package.
+        // The benchmark engine of `depot bench`, also used by the Benchmarks/ packages.
         .library(name: "DepotBench", targets: ["DepotBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),  // cli branch: depot --verbose/--quiet
-        // branch server: DepotServer
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
+        // DepotServer only.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
@@ -41,20 +41,17 @@ let package = Package(
             dependencies: ["Depot", "DepotServer", "DepotBench", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Logging", package: "swift-log")],
             swiftSettings: settings
         ),
-        // --- branch sqlite: the SQLite driver ---
-        // libsqlite3 from the system (apt: libsqlite3-dev).
+        // The SQLite driver, over libsqlite3 from the system (apt: libsqlite3-dev).
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // Calls Swift cannot make itself (the variadic sqlite3_db_config, SQLITE_TRANSIENT).
         .target(name: "CSQLiteShim", dependencies: ["CSQLite"]),
         .target(name: "DepotSQLite", dependencies: ["DepotCore", "CSQLite", "CSQLiteShim"], swiftSettings: settings),
         .testTarget(name: "DepotSQLiteTests", dependencies: ["DepotSQLite", "DepotConformance", "DepotCore"], swiftSettings: settings),
-        // --- end branch sqlite ---
-        // --- branch json: the JSON-file driver ---
+        // The JSON-file driver.
         .target(name: "DepotJSONFile", dependencies: ["DepotCore"], swiftSettings: settings),
         .testTarget(name: "DepotJSONFileTests", dependencies: ["DepotJSONFile", "DepotConformance", "DepotMemory"], swiftSettings: settings),
-        // --- end branch json ---
-        // branch server: the HTTP wire format shared by the server and sync (JSON <-> FieldValue,
-        // ETags, reserved collection names), DepotServer (Hummingbird 2) and DepotSync (no server deps).
+        // What the server and sync share about the HTTP wire (ETags, their reserved collections;
+        // the JSON is DepotCore's JSONText), DepotServer (Hummingbird 2) and DepotSync (no server deps).
         .target(name: "DepotWire", dependencies: ["DepotCore"], swiftSettings: settings),
         .target(
             name: "DepotServer",
@@ -70,28 +67,25 @@ let package = Package(
         .testTarget(name: "DepotServerTests", dependencies: ["DepotServer", "DepotWire", "DepotMemory"], swiftSettings: settings),
         .testTarget(
             name: "DepotSyncTests",
-            // sync-kill branch: DepotConformance (ChildProcess, the helper's path) and DepotSQLite
-            // (the kill test reads the clients' store files) for SyncKillTests.
+            // DepotConformance (ChildProcess, the helper's path) and DepotSQLite (the kill test
+            // reads the clients' store files) for SyncKillTests.
             dependencies: ["DepotSync", "DepotServer", "DepotWire", "DepotMemory", "DepotConformance", "DepotSQLite", "DepotGDBM"],
             swiftSettings: settings
         ),
-        // end branch server
         // Commits transactions until killed; the crash tests of every driver run it.
         .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot"], swiftSettings: settings),
-        // cli branch: end-to-end tests of `depot` (they run the built executable).
+        // End-to-end tests of `depot` (they run the built executable).
         .testTarget(name: "DepotCLITests", dependencies: ["Depot", "DepotCLI", "DepotConformance"], swiftSettings: settings),
-        // bench branch: the engine of `depot bench` (workloads, raw baselines, report, chart).
+        // The engine of `depot bench` (workloads, raw baselines, report, chart).
         .target(name: "DepotBench", dependencies: ["Depot", "DepotCore", "DepotConformance", "CSQLite", "CGDBM"], swiftSettings: settings),
         .testTarget(name: "DepotBenchTests", dependencies: ["DepotBench", "Depot"], swiftSettings: settings),
-        // end bench branch
-        // MARK: gdbm branch: the GDBM driver (system libgdbm via apt libgdbm-dev).
+        // The GDBM driver, over libgdbm from the system (apt: libgdbm-dev).
         .systemLibrary(name: "CGDBM", path: "Sources/CGDBM", providers: [.apt(["libgdbm-dev"])]),
         .target(name: "DepotGDBM", dependencies: ["DepotCore", "CGDBM"], swiftSettings: settings),
         .testTarget(name: "DepotGDBMTests", dependencies: ["DepotGDBM", "DepotConformance", "DepotMemory", "CGDBM"], swiftSettings: settings),
-        // MARK: end gdbm branch
         .testTarget(name: "DepotCoreTests", dependencies: ["DepotCore"], swiftSettings: settings),
         .testTarget(name: "DepotMemoryTests", dependencies: ["Depot", "DepotMemory", "DepotConformance"], swiftSettings: settings),
-        // conformance branch: the conformance library tested against deliberately broken drivers.
+        // The conformance library tested against deliberately broken drivers.
         .testTarget(name: "DepotConformanceTests", dependencies: ["DepotCore", "DepotMemory", "DepotConformance"], swiftSettings: settings),
     ]
 )

@@ -20,13 +20,17 @@ extension DriverRegistry {
 
 extension Store {
     /// Opens a store from a store string with every built-in driver available:
-    /// `memory:`, `sqlite:PATH`, `gdbm:DIR`, `json:FILE`.
+    /// `memory:`, `sqlite:PATH`, `gdbm:DIR`, `json:FILE`. The store records the sync outbox
+    /// of its attached collections (``OutboxRecorder``) from the first write, whether or
+    /// not a ``SyncCoordinator`` is made in this process.
     ///
     /// ```swift
     /// let store = try await Store.open(ProcessInfo.processInfo.environment["DEPOT_STORE"] ?? "sqlite:app.db")
     /// ```
     /// - Throws: ``DepotError`` `.invalidStore` naming the problem, or the driver's error.
     public static func open(_ string: String) async throws -> Store {
-        try await open(string, registry: .standard)
+        let store = try await open(string, registry: .standard)
+        _ = OutboxRecorder.installed(on: store)
+        return store
     }
 }

@@ -65,7 +65,7 @@ struct BenchSyncCommand: DepotSubcommand {
                 try tx.insert(Record(id: .int(Int64(i + 1)), fields: fields), into: items)
             }
         }
-        let server = DepotServer(driver: serverStore.driver, configuration: .init(host: "127.0.0.1", port: 0))
+        let server = DepotServer(store: serverStore, configuration: .init(host: "127.0.0.1", port: 0))
         let port: Int
         do { port = try await server.start() } catch {
             try? await serverStore.close()

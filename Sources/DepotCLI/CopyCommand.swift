@@ -138,7 +138,7 @@ struct StoreCopier {
                 }
                 progress.finish()
                 let batch = records
-                try await destination.write(recordingOutbox: false) { tx in
+                try await destination.write(excluding: destination.writeObservers) { tx in
                     if try tx.schema(of: name) != nil { try tx.dropCollection(name) }
                     try tx.prepare(schema)
                     for record in batch { try tx.save(record, into: name) }

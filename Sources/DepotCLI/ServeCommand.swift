@@ -38,7 +38,7 @@ struct ServeCommand: DepotSubcommand {
             throw CLIFailure.usage("--port must be between 0 and 65535", "use 0 to pick a free port")
         }
         let store = try await StoreArguments.open(stores[0], context, mustExist: false)
-        let server = DepotServer(driver: store.driver, configuration: .init(host: host, port: port))
+        let server = DepotServer(store: store, configuration: .init(host: host, port: port))
         let shown = StoreArguments.shown(stores[0])
         let quiet = global.quiet
         return try await StoreArguments.using(store) { _ in

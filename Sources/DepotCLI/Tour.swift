@@ -173,7 +173,7 @@ struct Tour {
             let books = try await serverStore.repository(Book.self)
             try await books.deleteAll()
             try await books.save(Array(Tour.sampleBooks.prefix(5)))
-            let server = DepotServer(driver: serverStore.driver, configuration: .init(host: "127.0.0.1", port: 0))
+            let server = DepotServer(store: serverStore, configuration: .init(host: "127.0.0.1", port: 0))
             let port = try await server.start()
             defer { Task { await server.stop() } }
             say("DepotServer serves \(StoreArguments.shown(storeString(defaultScheme, "served"))) on http://127.0.0.1:\(port) (loopback only)")

@@ -1,7 +1,7 @@
 /// An untyped collection of a ``Store``: records of field values, for code that does not
 /// have a model type (the CLI, the server, sync, data tools).
 ///
-/// Each call is its own transaction; use ``Store/write(recordingOutbox:_:)`` to group several.
+/// Each call is its own transaction; use ``Store/write(excluding:_:)`` to group several.
 ///
 /// ```swift
 /// let people = try store.collection("people")

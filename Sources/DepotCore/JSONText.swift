@@ -39,10 +39,13 @@ public enum JSONText {
 
     /// Parses one JSON value; with `acceptingLegacyBase64`, an object whose only key is
     /// `$base64` holding a base64 string is also read as bytes (the HTTP wire's older form,
-    /// see Docs/Server.md). Everything else as ``parse(_:)``.
+    /// see Docs/Server.md). `maximumDepth` is the deepest nesting accepted: an envelope
+    /// around records (a list, a change feed) needs a few levels more than ``maximumDepth``.
+    /// Everything else as ``parse(_:)``.
     /// - Throws: ``DepotError`` `.decoding` naming the line and column.
-    public static func parse(_ bytes: [UInt8], acceptingLegacyBase64: Bool) throws -> FieldValue {
+    public static func parse(_ bytes: [UInt8], acceptingLegacyBase64: Bool, maximumDepth: Int = JSONText.maximumDepth) throws -> FieldValue {
         var parser = JSONParser(bytes: bytes)
+        parser.maximumDepth = maximumDepth
         parser.skipSpace()
         let raw = try parser.value(depth: 0)
         parser.skipSpace()
@@ -178,6 +181,7 @@ public enum JSONText {
 struct JSONParser {
     let bytes: [UInt8]
     var index = 0
+    var maximumDepth = JSONText.maximumDepth
 
     init(bytes: [UInt8]) { self.bytes = bytes }
 
@@ -194,7 +198,7 @@ struct JSONParser {
     }
 
     mutating func value(depth: Int) throws -> FieldValue {
-        guard depth <= JSONText.maximumDepth else { throw error("nested deeper than \(JSONText.maximumDepth) levels") }
+        guard depth <= maximumDepth else { throw error("nested deeper than \(maximumDepth) levels") }
         guard index < bytes.count else { throw error("unexpected end of input") }
         switch bytes[index] {
         case 0x7B: return try object(depth: depth)

@@ -11,7 +11,7 @@ import Synchronization
 /// for try await current in users.observe(users.query().filter(Field("active") == true)) { render(current) }
 /// ```
 ///
-/// Each call is one transaction; group several with ``Store/write(recordingOutbox:_:)`` and
+/// Each call is one transaction; group several with ``Store/write(excluding:_:)`` and
 /// ``StoreWriteTransaction/repository(_:)``.
 public struct Repository<M: Model>: Sendable {
     public let store: Store

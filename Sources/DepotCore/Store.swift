@@ -2,7 +2,9 @@ import Foundation
 import Synchronization
 
 /// An open store: a driver plus everything the core builds on it (validation, change
-/// events, read caches, the sync outbox, migrations).
+/// events, read caches, migrations, and the write observers through which sync and the
+/// server keep their bookkeeping). Every write goes through a store: see
+/// Docs/Architecture.md, "One gateway".
 ///
 /// Open one from a store string, so the backend comes from configuration:
 ///
@@ -23,14 +25,13 @@ public final class Store: Sendable {
     let subscribers = Mutex<[UUID: AsyncStream<ChangeBatch>.Continuation]>([:])
     let caches = Mutex<[ObjectIdentifier: WeakCache]>([:])
     let preparedModels = Mutex<Set<String>>([])
-    /// Collections attached to a remote: writes to them add outbox entries.
-    let attachments = Mutex<Set<String>>([])
+    /// What runs inside every write transaction (``addWriteObserver(_:)``).
+    let observers = Mutex<[any StoreWriteObserver]>([])
 
     /// Wraps an open driver.
     public init(driver: any StorageDriver, name: String? = nil) async throws {
         self.driver = driver
         self.name = name ?? driver.backendName
-        try await reloadAttachments()
     }
 
     /// Opens a store from a store string through `registry`.
@@ -81,37 +82,61 @@ public final class Store: Sendable {
     }
 
     /// Runs `body` in one atomic write transaction across any collections; a throw rolls
-    /// everything back. Change events go out and read caches are invalidated after the commit,
-    /// before this returns.
+    /// everything back. The store's write observers run inside the same transaction;
+    /// change events go out and read caches are invalidated after the commit, before this
+    /// returns.
     ///
-    /// - Parameter recordingOutbox: `false` to skip outbox entries for attached collections
-    ///   (the sync coordinator applies pulled records this way).
+    /// - Parameter excluded: observers not to run for this transaction (the sync
+    ///   coordinator applies pulled records without recording them in its own outbox).
     @discardableResult
-    public func write<T: Sendable>(recordingOutbox: Bool = true, _ body: @escaping @Sendable (StoreWriteTransaction) throws -> T) async throws -> T {
-        let attached = recordingOutbox ? attachments.withLock { $0 } : []
+    public func write<T: Sendable>(excluding excluded: [any StoreWriteObserver] = [], _ body: @escaping @Sendable (StoreWriteTransaction) throws -> T) async throws -> T {
+        var active = observers.withLock { $0 }
+        if !excluded.isEmpty {
+            let skip = Set(excluded.map { ObjectIdentifier($0) })
+            active.removeAll { skip.contains(ObjectIdentifier($0)) }
+        }
         let box = ChangeBox()
-        let result = try await driver.write { tx in
-            let wrapped = StoreWriteTransaction(tx, store: self, attached: attached)
+        let result = try await driver.write { [active] tx in
+            let wrapped = StoreWriteTransaction(tx, store: self, observers: active)
             let value = try body(wrapped)
             wrapped.isValid = false
-            box.set(wrapped.changes, wrapped.touchedAttachments, wrapped.preparedModels)
+            box.set(wrapped.changes, wrapped.preparedModels)
             return value
         }
-        let (changes, touchedAttachments, prepared) = box.get()
+        let (changes, prepared) = box.get()
         if !prepared.isEmpty { preparedModels.withLock { $0.formUnion(prepared) } }
-        if touchedAttachments { try await reloadAttachments() }
-        if !changes.isEmpty { publish(ChangeBatch(changes: changes)) }
+        if !changes.isEmpty {
+            let batch = ChangeBatch(changes: changes)
+            for observer in active { observer.didCommit(batch) }
+            publish(batch)
+        }
         return result
     }
 
-    /// Re-reads which collections are attached to a remote (`_depot_sync`).
-    public func reloadAttachments() async throws {
-        let sync = try CollectionName(reserved: "_depot_sync")
-        let names = try await driver.read { tx in try tx.query(Query(), in: sync).compactMap { record -> String? in
-            if case .string(let name) = record.id { return name }
-            return nil
-        } }
-        attachments.withLock { $0 = Set(names) }
+    /// Adds `observer` to the work every later write transaction does (see
+    /// ``StoreWriteObserver``). Observers run in the order they were added.
+    public func addWriteObserver(_ observer: any StoreWriteObserver) {
+        observers.withLock { $0.append(observer) }
+    }
+
+    /// The store's observer of type `O`, added by `make` if the store has none yet: for
+    /// layers that need exactly one observer per store (the sync outbox, a server's change
+    /// log) however many of their objects share the store.
+    public func writeObserver<O: StoreWriteObserver>(_ type: O.Type, orAdd make: () -> O) -> O {
+        observers.withLock { list in
+            for case let existing as O in list { return existing }
+            let made = make()
+            list.append(made)
+            return made
+        }
+    }
+
+    /// The observers every write transaction runs, in order.
+    public var writeObservers: [any StoreWriteObserver] { observers.withLock { $0 } }
+
+    /// Removes `observer`; later write transactions no longer run it.
+    public func removeWriteObserver(_ observer: any StoreWriteObserver) {
+        observers.withLock { $0.removeAll { $0 === observer } }
     }
 
     // MARK: Observation
@@ -149,18 +174,16 @@ final class ChangeBox: @unchecked Sendable {
     // driver's `write` returned, so the two never overlap; the lock makes it explicit.
     private let lock = NSLock()
     private var changes: [ChangeEvent] = []
-    private var touched = false
     private var prepared: Set<String> = []
 
-    func set(_ changes: [ChangeEvent], _ touched: Bool, _ prepared: Set<String>) {
+    func set(_ changes: [ChangeEvent], _ prepared: Set<String>) {
         lock.withLock {
             self.changes = changes
-            self.touched = touched
             self.prepared = prepared
         }
     }
 
-    func get() -> ([ChangeEvent], Bool, Set<String>) { lock.withLock { (changes, touched, prepared) } }
+    func get() -> ([ChangeEvent], Set<String>) { lock.withLock { (changes, prepared) } }
 }
 
 /// One change made by a committed transaction.

@@ -64,27 +64,27 @@ public class StoreReadTransaction {
     }
 }
 
-/// Writing inside ``Store/write(recordingOutbox:_:)``: validates every record, removes
-/// top-level nulls, records change events, and adds sync outbox entries for collections
-/// attached to a remote — all in the same driver transaction.
+/// Writing inside ``Store/write(excluding:_:)``: validates every record, removes top-level
+/// nulls, records change events, and runs the store's write observers (the sync outbox, a
+/// server's change log) after each change — all in the same driver transaction.
 public final class StoreWriteTransaction: StoreReadTransaction {
     let writer: any WriteTransaction
-    let attached: Set<String>
+    let observers: [any StoreWriteObserver]
     var changes: [ChangeEvent] = []
-    var touchedAttachments = false
     var preparedModels: Set<String> = []
     var isValid = true
     /// The sink that validated the last model written, kept for the next one.
     var validatingSink: ValidatingFieldSink?
 
-    init(_ base: any WriteTransaction, store: Store, attached: Set<String>) {
+    init(_ base: any WriteTransaction, store: Store, observers: [any StoreWriteObserver]) {
         self.writer = base
-        self.attached = attached
+        self.observers = observers
         super.init(base, store: store)
     }
 
     /// The driver's own write transaction. Writes made through it bypass validation,
-    /// change events and the outbox.
+    /// change events and the write observers; use it only to read, or for a driver's own
+    /// tests.
     public var driverWriteTransaction: any WriteTransaction { writer }
 
     private func prepared(_ record: Record, _ collection: CollectionName) throws -> Record {
@@ -94,20 +94,18 @@ public final class StoreWriteTransaction: StoreReadTransaction {
         return clean
     }
 
+    /// `true` when some observer wants the fields of changes to `collection`.
+    private func observersWantFields(_ collection: CollectionName) throws -> Bool {
+        for observer in observers where try observer.wantsFields(of: collection, in: self) { return true }
+        return false
+    }
+
+    /// Records a change event and hands the change to the observers.
     private func note(_ kind: ChangeEvent.Kind, _ id: RecordID, _ collection: CollectionName, fields: [String: FieldValue]?) throws {
         changes.append(ChangeEvent(collection: collection, kind: kind, id: id))
-        if collection.rawValue == "_depot_sync" { touchedAttachments = true }
-        guard !attached.isEmpty, attached.contains(collection.rawValue) else { return }
-        var entry: [String: FieldValue] = [
-            "collection": .string(collection.rawValue),
-            "recordId": id.fieldValue,
-            "op": .string(kind == .deleted ? "delete" : "upsert"),
-            "idempotencyKey": .string(UUID().uuidString),
-            "state": "pending",
-            "attempts": 0,
-        ]
-        if let fields { entry["record"] = .object(fields) }
-        _ = try writer.insert(fields: entry, into: try CollectionName(reserved: "_depot_outbox"))
+        guard !observers.isEmpty else { return }
+        let change = RecordChange(collection: collection, kind: kind, id: id, fields: kind == .deleted ? nil : fields)
+        for observer in observers { try observer.record(change, in: self) }
     }
 
     /// Adds a record. - Throws: `.alreadyExists`, `.uniqueViolation`, `.invalidName`, `.invalidValue`.
@@ -142,15 +140,15 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     }
 
     /// Inserts, updates or saves `model` (which has an id) by encoding its fields straight
-    /// into the driver's ``FieldSink``: the same checks, change events and outbox entries as
-    /// the record methods. For a collection attached to a remote the validating sink also
-    /// keeps a copy of the fields, which the outbox entry holds.
+    /// into the driver's ``FieldSink``: the same checks, change events and observer calls as
+    /// the record methods. When an observer wants the fields of this collection, the
+    /// validating sink also keeps a copy of them for it.
     /// - Throws: `.invalidValue` when the model has no id, the encoder's errors, and those of
     ///   the record method of `mode`.
     @discardableResult
     func write<M: Model>(_ model: M, _ mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
         guard isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
-        let recordsOutbox = !attached.isEmpty && attached.contains(collection.rawValue)
+        let copiesFields = try !observers.isEmpty && observersWantFields(collection)
         let validator: ValidatingFieldSink
         if let cached = validatingSink, cached.collection == collection.rawValue {
             validator = cached
@@ -160,7 +158,7 @@ public final class StoreWriteTransaction: StoreReadTransaction {
         }
         var written: RecordID?
         let outcome = try writer.write(mode, into: collection) { sink in
-            validator.start(sink, copying: recordsOutbox)
+            validator.start(sink, copying: copiesFields)
             defer { validator.finish() }
             guard let id = try RecordEncoder().encodeRecord(model, into: validator) else {
                 throw DepotError(.invalidValue, "\(M.self) has no id; insert it to have the store assign one.", collection: collection.rawValue)
@@ -249,8 +247,8 @@ public final class StoreWriteTransaction: StoreReadTransaction {
 ///
 /// A model sends the same names in the same order every time, so the names of the first
 /// record are remembered and later records compare each name with one string comparison
-/// instead of validating it again. When asked, it also keeps a copy of the fields (for an
-/// outbox entry).
+/// instead of validating it again. When asked, it also keeps a copy of the fields (for a
+/// write observer that wants them).
 ///
 /// Used by one transaction's thread and never re-entrantly (the target sink does not call
 /// back), so the dynamic exclusivity checks of its stored properties are turned off.

@@ -81,11 +81,7 @@ struct WireResponse: Sendable {
     }
 
     static func failure(_ status: Int, _ code: String, _ message: String, _ headers: [(String, String)] = []) -> WireResponse {
-        var text = "{\"error\":{\"code\":"
-        WireJSONText.string(code, into: &text)
-        text += ",\"message\":"
-        WireJSONText.string(message, into: &text)
-        text += "}}"
+        let text = JSONText.serialize(.object(["error": .object(["code": .string(code), "message": .string(message)])]))
         return WireResponse(status: status, headers: headers, body: text)
     }
 }
@@ -101,11 +97,4 @@ struct HTTPFailure: Error {
 
     static func notFound(_ message: String) -> HTTPFailure { HTTPFailure(status: 404, code: "notFound", message: message) }
     static func badRequest(_ message: String) -> HTTPFailure { HTTPFailure(status: 400, code: "badRequest", message: message) }
-}
-
-enum WireJSONText {
-    static func string(_ s: String, into out: inout String) {
-        // Strings always encode; the fallback is never used.
-        out += (try? WireJSON.encode(.string(s))) ?? "\"\""
-    }
 }

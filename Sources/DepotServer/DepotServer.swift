@@ -10,10 +10,13 @@ import Synchronization
 ///
 /// The server is stateless over its store: everything it remembers (idempotency answers,
 /// the change log) lives in reserved collections of the store, written in the same
-/// transaction as the write they belong to. It binds to loopback unless told otherwise.
+/// transaction as the write they belong to. Every read and write goes through the
+/// ``Store``, so a write over HTTP raises change events, invalidates read caches and wakes
+/// observed queries in the serving process like any other. It binds to loopback unless
+/// told otherwise.
 ///
 /// ```swift
-/// let server = DepotServer(driver: MemoryDriver())
+/// let server = DepotServer(store: try await Store.open("memory:"))
 /// let port = try await server.start()      // port 0 picks a free port
 /// // ... GET http://127.0.0.1:\(port)/posts
 /// await server.stop()
@@ -45,7 +48,7 @@ public final class DepotServer: Sendable {
     }
 
     /// The store served.
-    public let driver: any StorageDriver
+    public let store: Store
     /// The configuration given at creation.
     public let configuration: Configuration
 
@@ -55,10 +58,12 @@ public final class DepotServer: Sendable {
     }
     private let state = Mutex(RunState())
 
-    /// Makes a server over `driver`; nothing listens until ``start()`` or ``run()``.
-    public init(driver: any StorageDriver, configuration: Configuration = Configuration()) {
-        self.driver = driver
+    /// Makes a server over `store` and installs the store's ``ChangeLogRecorder``; nothing
+    /// listens until ``start()`` or ``run()``.
+    public init(store: Store, configuration: Configuration = Configuration()) {
+        self.store = store
         self.configuration = configuration
+        _ = ChangeLogRecorder.installed(on: store)
     }
 
     /// The port the server listens on, once started.
@@ -123,7 +128,7 @@ public final class DepotServer: Sendable {
     private func makeApplication(onRunning: @escaping @Sendable (Int?) -> Void) -> some ApplicationProtocol {
         var logger = Logger(label: "depot.server")
         logger.logLevel = .critical  // shutdown noise is not news; requests are not logged (headers may hold secrets)
-        let responder = DepotResponder(handler: RequestHandler(driver: driver, configuration: configuration))
+        let responder = DepotResponder(handler: RequestHandler(store: store, configuration: configuration))
         return Application(
             responder: responder,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),

@@ -43,6 +43,20 @@ struct QueryParameters {
 
     static func isField(_ name: String) -> Bool { name == "id" || FieldName.isValid(name) }
 
+    /// Reads a query-string value as json-server does: a JSON scalar when the text is one
+    /// (`12`, `1.5`, `true`, `false`, `null`, `"quoted"`), otherwise the text itself (an
+    /// array, an object or a tagged value is text too). Not being JSON is not an error here:
+    /// it is what makes `?title=Dune` mean the string.
+    static func literal(_ text: String) -> FieldValue {
+        let value: FieldValue
+        do { value = try JSONText.parse(text) } catch { return .string(text) }
+        switch value {
+        case .null, .bool, .int, .string: return value
+        case .double(let d) where d.isFinite: return value
+        default: return .string(text)
+        }
+    }
+
     /// The query these parameters describe.
     /// - Throws: ``HTTPFailure`` 400 for unknown `_` parameters, bad numbers, bad field names.
     func query(maxPageSize: Int) throws -> Query {
@@ -59,7 +73,7 @@ struct QueryParameters {
             for (suffix, make) in Self.operators where key.hasSuffix(suffix) {
                 let field = String(key.dropLast(suffix.count))
                 if Self.isField(field) {
-                    filters.append(make(field, WireJSON.literal(value)))
+                    filters.append(make(field, Self.literal(value)))
                     matched = true
                     break
                 }
@@ -69,7 +83,7 @@ struct QueryParameters {
                 throw HTTPFailure.badRequest("Parameter \(RequestHandler.quoted(key)) is not a known option or a valid field name.")
             }
             if equalities[key] == nil { order.append(key) }
-            equalities[key, default: []].append(WireJSON.literal(value))
+            equalities[key, default: []].append(Self.literal(value))
         }
         for key in order {
             let values = equalities[key] ?? []

@@ -5,7 +5,7 @@ import Foundation
 /// Turns one request into one answer over the store. Every failure becomes a 4xx/5xx
 /// answer with a JSON error body; nothing here touches the file system.
 struct RequestHandler: Sendable {
-    let driver: any StorageDriver
+    let store: Store
     let configuration: DepotServer.Configuration
 
     func handle(_ request: WireRequest) async -> WireResponse {
@@ -67,7 +67,7 @@ struct RequestHandler: Sendable {
         case 3, 4:
             let parent = try collectionName(segments[0])
             let child = try collectionName(segments[2])
-            let link = try Link(field: Self.linkField(for: parent), value: WireJSON.literal(segments[1]))
+            let link = try Link(field: Self.linkField(for: parent), value: QueryParameters.literal(segments[1]))
             if segments.count == 4 {
                 return try await item(child, idText: segments[3], request: request, link: link)
             }
@@ -118,8 +118,8 @@ struct RequestHandler: Sendable {
     // MARK: Reading
 
     func listCollections() async throws -> WireResponse {
-        let names = try await driver.read { tx in try tx.collectionNames().filter { !$0.isReserved }.map(\.rawValue) }
-        let body = try WireJSON.encode(.object(["collections": .array(names.map { .string($0) })]))
+        let names = try await store.collectionNames().map(\.rawValue)
+        let body = JSONText.serialize(.object(["collections": .array(names.map { .string($0) })]))
         return .json(200, body)
     }
 
@@ -127,17 +127,18 @@ struct RequestHandler: Sendable {
         var query = try params.query(maxPageSize: configuration.maxPageSize)
         if let link { query.filter = query.filter && .equal(link.field, link.value) }
         let q = query
-        let result = try await driver.read { tx -> (Int, [Record])? in
+        let result = try await store.read { tx -> (Int, [Record])? in
             guard try tx.schema(of: collection) != nil else { return nil }
             return (try tx.count(q.filter, in: collection), try tx.query(q, in: collection))
         }
         guard let (total, records) = result else { throw HTTPFailure.notFound("No collection \(Self.quoted(collection.rawValue)).") }
-        var body = "["
+        var bytes: [UInt8] = [0x5B]
         for (n, record) in records.enumerated() {
-            if n > 0 { body += "," }
-            body += try WireJSON.encode(record)
+            if n > 0 { bytes.append(0x2C) }
+            JSONText.write(Self.object(record), into: &bytes)
         }
-        body += "]"
+        bytes.append(0x5D)
+        let body = String(decoding: bytes, as: UTF8.self)
         return .json(200, body, [("X-Total-Count", String(total)), ("Access-Control-Expose-Headers", "X-Total-Count, ETag")])
     }
 
@@ -148,36 +149,36 @@ struct RequestHandler: Sendable {
         var filter: Filter = Field.id > since
         if let name = params.single("collection") { filter = filter && .equal("collection", .string(try collectionName(name).rawValue)) }
         let query = Query(filter: filter, sort: [SortKey("id")], limit: limit + 1)
-        let page = try await driver.read { tx -> ([FieldValue], Int64, Bool) in
+        let page = try await store.read { tx -> ([FieldValue], Int64, Bool) in
             let entries = try tx.query(query, in: WireCollections.changes)
             var items: [FieldValue] = []
             var last = Int64(since)
             for entry in entries.prefix(limit) {
                 guard case .int(let seq) = entry.id, let name = entry["collection"].stringValue,
-                    let id = RecordID(entry["recordId"]), let op = entry["op"].stringValue,
-                    let collection = try? CollectionName(name)
-                else { continue }
+                    let id = RecordID(entry["recordId"]), let op = entry["op"].stringValue
+                else {
+                    throw DepotError(.corrupted, "Change-log entry \(entry.id) is damaged.", collection: WireCollections.changes.rawValue, id: entry.id)
+                }
+                let collection = try CollectionName(name)
                 last = seq
                 var item: [String: FieldValue] = ["seq": .int(seq), "collection": .string(name), "id": id.fieldValue, "op": .string(op)]
                 if op == "upsert" {
                     guard let record = try tx.get(id, from: collection) else { continue }
-                    var fields = record.fields
-                    fields["id"] = record.id.fieldValue
-                    item["record"] = .object(fields)
-                    item["etag"] = .string(try WireETag.of(record))
+                    item["record"] = Self.object(record)
+                    item["etag"] = .string(WireETag.of(record))
                 }
                 items.append(.object(item))
             }
             return (items, last, entries.count > limit)
         }
-        let body = try WireJSON.encode(.object(["changes": .array(page.0), "next": .string(String(page.1)), "hasMore": .bool(page.2)]))
+        let body = JSONText.serialize(.object(["changes": .array(page.0), "next": .string(String(page.1)), "hasMore": .bool(page.2)]))
         return .json(200, body)
     }
 
     // MARK: Items
 
     func item(_ collection: CollectionName, idText: String, request: WireRequest, link: Link?) async throws -> WireResponse {
-        let kind = try await driver.read { tx in try tx.schema(of: collection)?.idKind }
+        let kind = try await store.read { tx in try tx.schema(of: collection)?.idKind }
         guard let kind else { throw HTTPFailure.notFound("No collection \(Self.quoted(collection.rawValue)).") }
         let id: RecordID
         switch kind {
@@ -196,23 +197,32 @@ struct RequestHandler: Sendable {
     }
 
     func get(_ collection: CollectionName, id: RecordID, request: WireRequest, link: Link?) async throws -> WireResponse {
-        let record = try await driver.read { tx in try tx.get(id, from: collection) }
+        let record = try await store.read { tx in try tx.get(id, from: collection) }
         guard let record, link.map({ record[$0.field] == $0.value }) ?? true else {
             throw HTTPFailure.notFound("No record \(id) in \(collection.rawValue).")
         }
-        let etag = try WireETag.of(record)
+        let etag = WireETag.of(record)
         if let none = request.headers["if-none-match"], WireETag.ifMatch(none, admits: etag) {
             return WireResponse(status: 304, headers: [("ETag", etag)], body: "")
         }
-        return .json(200, try WireJSON.encode(record), [("ETag", etag)])
+        return .json(200, record.jsonText, [("ETag", etag)])
     }
 
     // MARK: Writing
 
-    /// Parses a JSON object body into an optional id and validated fields.
+    /// A record as the JSON object the wire carries: its fields and its `id`.
+    static func object(_ record: Record) -> FieldValue {
+        var fields = record.fields
+        fields["id"] = record.id.fieldValue
+        return .object(fields)
+    }
+
+    /// Parses a JSON object body into an optional id and validated fields. The body is
+    /// Depot's JSON text; `{"$base64": ...}` from clients of the older wire is read as bytes
+    /// (Docs/Server.md, "JSON on the wire").
     static func parseBody(_ bytes: [UInt8], keepNulls: Bool) throws -> (FieldValue?, [String: FieldValue]) {
         let value: FieldValue
-        do { value = try WireJSON.decode(bytes) } catch let error as DepotError {
+        do { value = try JSONText.parse(bytes, acceptingLegacyBase64: true) } catch let error as DepotError {
             throw HTTPFailure.badRequest("The body is not valid JSON: \(error.message)")
         }
         guard case .object(var fields) = value else { throw HTTPFailure.badRequest("The body must be a JSON object.") }
@@ -253,9 +263,9 @@ struct RequestHandler: Sendable {
                 id = try tx.insert(fields: fieldsToWrite, into: collection)
             }
             let record = Record(id: id, fields: fieldsToWrite)
-            let etag = try WireETag.of(record)
+            let etag = WireETag.of(record)
             let location = "/" + collection.rawValue + "/" + Self.pathText(id)
-            return (.json(201, try WireJSON.encode(record), [("ETag", etag), ("Location", location)]), [(collection, id, "upsert")])
+            return .json(201, record.jsonText, [("ETag", etag), ("Location", location)])
         }
     }
 
@@ -287,8 +297,8 @@ struct RequestHandler: Sendable {
                 }
             }
             try tx.update(record, in: collection)
-            let etag = try WireETag.of(record)
-            return (.json(200, try WireJSON.encode(record), [("ETag", etag)]), [(collection, id, "upsert")])
+            let etag = WireETag.of(record)
+            return .json(200, record.jsonText, [("ETag", etag)])
         }
     }
 
@@ -300,26 +310,27 @@ struct RequestHandler: Sendable {
             }
             try Self.check(ifMatch: ifMatch, current: current)
             try tx.delete(id, from: collection)
-            return (.json(200, "{}"), [(collection, id, "delete")])
+            return .json(200, "{}")
         }
     }
 
     static func check(ifMatch: String?, current: Record) throws {
         guard let ifMatch else { return }
-        let etag = try WireETag.of(current)
+        let etag = WireETag.of(current)
         guard WireETag.ifMatch(ifMatch, admits: etag) else {
             throw HTTPFailure(status: 412, code: "preconditionFailed", message: "The record changed: its ETag no longer matches If-Match.", headers: [("ETag", etag)])
         }
     }
 
-    /// Runs a write with its change-log entries and its idempotency record in one transaction.
+    /// Runs a write through the store with its idempotency record in one transaction; the
+    /// change log is written by the store's ``ChangeLogRecorder`` in the same transaction.
     ///
     /// With an `Idempotency-Key`, a key seen before with the same request replays the stored
     /// answer; the same key with a different request is a 422. Only successful answers are
     /// stored: a failed write rolls back and may be retried with the same key.
     func performWrite(
         _ request: WireRequest,
-        _ body: @escaping @Sendable (any WriteTransaction) throws -> (WireResponse, [(CollectionName, RecordID, String)])
+        _ body: @escaping @Sendable (StoreWriteTransaction) throws -> WireResponse
     ) async throws -> WireResponse {
         let key = request.headers["idempotency-key"]
         if let key {
@@ -329,7 +340,7 @@ struct RequestHandler: Sendable {
         }
         let fingerprint = request.method + " " + request.path + " " + WireETag.hash(request.body) + " " + (request.headers["if-match"] ?? "")
         do {
-            return try await driver.write { tx in
+            return try await store.write { tx in
                 if let key, let seen = try tx.get(.string(key), from: WireCollections.idempotency) {
                     guard seen["fingerprint"].stringValue == fingerprint else {
                         throw HTTPFailure(status: 422, code: "idempotencyKeyReused", message: "This Idempotency-Key was used with a different request.")
@@ -339,8 +350,7 @@ struct RequestHandler: Sendable {
                     if let location = seen["location"].stringValue { headers.append(("Location", location)) }
                     return WireResponse(status: Int(seen["status"].intValue ?? 200), headers: headers, body: seen["body"].stringValue ?? "")
                 }
-                let (response, changes) = try body(tx)
-                for (collection, id, op) in changes { try Self.appendChange(tx, collection: collection, id: id, op: op) }
+                let response = try body(tx)
                 if let key {
                     var fields: [String: FieldValue] = [
                         "fingerprint": .string(fingerprint), "status": .int(Int64(response.status)), "body": .string(response.body),
@@ -356,19 +366,5 @@ struct RequestHandler: Sendable {
         } catch let failure as HTTPFailure {
             throw failure
         }
-    }
-
-    /// Records that `id` changed: the change log keeps one entry per record, the latest,
-    /// under a new sequence number greater than every earlier one.
-    static func appendChange(_ tx: any WriteTransaction, collection: CollectionName, id: RecordID, op: String) throws {
-        let key = RecordID.string(WireCollections.recordKey(collection.rawValue, id))
-        if let index = try tx.get(key, from: WireCollections.changeIndex), let old = index["seq"].intValue {
-            try tx.delete(.int(old), from: WireCollections.changes)
-        }
-        let seq = try tx.insert(
-            fields: ["collection": .string(collection.rawValue), "recordId": id.fieldValue, "op": .string(op)],
-            into: WireCollections.changes
-        )
-        try tx.save(Record(id: key, fields: ["seq": seq.fieldValue]), into: WireCollections.changeIndex)
     }
 }

@@ -26,7 +26,7 @@ extension SyncCoordinator {
             // server's store some other way (loaded, migrated, served later) are only in its
             // listing. So a collection's first pull lists everything, then follows the feed.
             let key = RecordID.string(collection.rawValue)
-            let hasCursor = try await driver.read { tx in try tx.get(key, from: WireCollections.sync)?["cursor"].stringValue } != nil
+            let hasCursor = try await localRead { tx in try tx.get(key, from: WireCollections.sync)?["cursor"].stringValue } != nil
             if !hasCursor { try await pullListing(collection, endpoint, &report) }
             if try await pullFeed(collection, endpoint, &report) { return }
             feedMissing.insert(collection.rawValue)
@@ -51,7 +51,7 @@ extension SyncCoordinator {
     /// Reads the change feed from the checkpoint; `false` when the server has no feed.
     func pullFeed(_ collection: CollectionName, _ endpoint: SyncEndpoint, _ report: inout SyncReport) async throws -> Bool {
         let key = RecordID.string(collection.rawValue)
-        var cursor = try await driver.read { tx in try tx.get(key, from: WireCollections.sync)?["cursor"].stringValue } ?? "0"
+        var cursor = try await localRead { tx in try tx.get(key, from: WireCollections.sync)?["cursor"].stringValue } ?? "0"
         var feed = endpoint
         feed.path = "/_changes"
         let policy = conflictPolicy
@@ -62,15 +62,20 @@ extension SyncCoordinator {
             let url = feed.url(query: [("since", cursor), ("limit", String(endpoint.pageSize)), ("collection", endpoint.remoteCollection)])
             let answer = try await send(endpoint, "GET", url, report: &report)
             if answer.status == 404 || answer.status == 400 || answer.status == 405, cursor == "0" { return false }
-            guard (200..<300).contains(answer.status), let body = Self.json(answer)?.objectValue,
+            guard (200..<300).contains(answer.status), let body = try Self.json(answer)?.objectValue,
                 let changes = body["changes"]?.arrayValue, let next = body["next"]?.stringValue
             else { throw DepotError(.remote, "The change feed answered \(answer.status) with an unexpected body.") }
             var items: [(RecordID, [String: FieldValue]?, String?)] = []
             for change in changes {
-                guard let object = change.objectValue, let id = object["id"].flatMap(RecordID.init) else { continue }
+                guard let object = change.objectValue, let id = object["id"].flatMap(RecordID.init) else {
+                    throw DepotError(.remote, "The change feed sent an entry without a record id; the pull stops at cursor \(cursor).")
+                }
                 if object["op"]?.stringValue == "delete" {
                     items.append((id, nil, nil))
-                } else if let raw = object["record"], let record = endpoint.fromServer(raw) {
+                } else {
+                    guard let raw = object["record"], let record = endpoint.fromServer(raw) else {
+                        throw DepotError(.remote, "The change feed sent record \(id) without a readable record; the pull stops at cursor \(cursor).")
+                    }
                     items.append((record.id, record.fields, object["etag"]?.stringValue))
                 }
             }
@@ -98,7 +103,7 @@ extension SyncCoordinator {
     /// deleted there.
     func pullListing(_ collection: CollectionName, _ endpoint: SyncEndpoint, _ report: inout SyncReport) async throws {
         let key = RecordID.string(collection.rawValue)
-        let (startPage, generation) = try await driver.read { tx -> (Int, Int64) in
+        let (startPage, generation) = try await localRead { tx -> (Int, Int64) in
             let state = try tx.get(key, from: WireCollections.sync)
             return (Int(state?["pullPage"].intValue ?? 1), state?["generation"].intValue ?? 1)
         }
@@ -133,7 +138,9 @@ extension SyncCoordinator {
             let known = try tx.query(Query(filter: Field("collection") == name && Field("remote") == true), in: WireCollections.syncRecords)
             var outcomes: [(RecordID, ApplyOutcome)] = []
             for state in known where state["seen"].intValue != generation {
-                guard let id = RecordID(state["recordId"]) else { continue }
+                guard let id = RecordID(state["recordId"]) else {
+                    throw DepotError(.corrupted, "Sync state \(state.id) has no record id.", collection: WireCollections.syncRecords.rawValue, id: state.id)
+                }
                 outcomes.append((id, try SyncLocal.applyRemote(tx, collection: collection, id: id, server: nil, etag: nil, seen: nil, policy: policy, serverAssignsIDs: assigns)))
             }
             var state = try tx.get(key, from: WireCollections.sync)?.fields ?? [:]
@@ -160,11 +167,17 @@ extension SyncCoordinator {
         query.append(("_sort", sortText))
         let answer = try await send(endpoint, "GET", endpoint.url(query: query), report: &report)
         if answer.status == 404 { return ([], 0, false) }
-        guard (200..<300).contains(answer.status), let body = Self.json(answer), let items = endpoint.unwrap(body) else {
+        guard (200..<300).contains(answer.status), let body = try Self.json(answer), let items = endpoint.unwrap(body) else {
             throw DepotError(.remote, "GET \(endpoint.path) answered \(answer.status) without the expected list.")
         }
         let total = answer.header("x-total-count").flatMap { Int($0) }
-        return (items.compactMap(endpoint.fromServer), total, items.count >= size)
+        let records = try items.enumerated().map { n, item in
+            guard let record = endpoint.fromServer(item) else {
+                throw DepotError(.remote, "GET \(endpoint.path) answered a list whose item \(n) has no usable '\(endpoint.idField)'.")
+            }
+            return record
+        }
+        return (records, total, items.count >= size)
     }
 
     // MARK: Reads
@@ -173,7 +186,7 @@ extension SyncCoordinator {
     /// - Throws: store errors; with `.remoteOnly`, ``DepotError`` `.remote` when the server
     ///   cannot be reached.
     public func read(_ collection: CollectionName, query: Query = Query(), policy: ReadPolicy) async throws -> ReadResult {
-        let local = { [driver] in try await driver.read { tx in try tx.query(query, in: collection) } }
+        let local = { [store] in try await store.read { tx in try tx.query(query, in: collection) } }
         switch policy {
         case .localOnly:
             return ReadResult(records: try await local(), source: .local)
@@ -215,7 +228,7 @@ extension SyncCoordinator {
     /// - Throws: store errors, ``DepotError`` `.remote`.
     public func loadMore(_ collection: CollectionName, pageIndex: Int, pageSize: Int, sort: [SortKey] = []) async throws -> [Record] {
         let query = Query(sort: sort, offset: pageIndex * pageSize, limit: pageSize)
-        let local = try await driver.read { tx in try tx.query(query, in: collection) }
+        let local = try await localRead { tx in try tx.query(query, in: collection) }
         guard local.count < pageSize, let endpoint = endpoints[collection.rawValue] else { return local }
         var report = SyncReport()
         try await settleInDoubtPosts(collection, endpoint, &report)
@@ -226,6 +239,6 @@ extension SyncCoordinator {
             try records.map { try SyncLocal.applyRemote(tx, collection: collection, id: $0.id, server: $0.fields, etag: nil, seen: nil, policy: policy, serverAssignsIDs: assigns) }
         }
         for (n, outcome) in outcomes.enumerated() { count(outcome, collection, records[n].id, &report) }
-        return try await driver.read { tx in try tx.query(query, in: collection) }
+        return try await localRead { tx in try tx.query(query, in: collection) }
     }
 }

@@ -7,9 +7,7 @@ extension SyncCoordinator {
     func pushCollections(_ collections: [String], _ report: inout SyncReport) async throws {
         let names = Set(collections)
         for _ in 0..<3 {
-            let entries = try await driver.read { tx in
-                try tx.query(Query(sort: [SortKey("id")]), in: WireCollections.outbox).compactMap(OutboxEntry.init)
-            }.filter { names.contains($0.collection) && endpoints[$0.collection] != nil }
+            let entries = try await localRead { tx in try Outbox.entries(in: tx) }.filter { names.contains($0.collection) && endpoints[$0.collection] != nil }
             var drain = OutboxDrain(entries: entries)
             guard entries.contains(where: { $0.state == .pending }) else { return }
             while let entry = drain.next() {
@@ -29,8 +27,8 @@ extension SyncCoordinator {
         let policy = conflictPolicy
         let assigns = endpoint.idAssignment == .server
         for _ in 0..<4 {
-            let loaded = try await driver.read { tx -> (OutboxEntry?, RecordSyncState?) in
-                guard let record = try tx.get(.int(seq), from: WireCollections.outbox), let entry = OutboxEntry(record) else { return (nil, nil) }
+            let loaded = try await localRead { tx -> (OutboxEntry?, RecordSyncState?) in
+                guard let entry = try Outbox.entry(seq, in: tx) else { return (nil, nil) }
                 return (entry, try RecordSyncState.load(tx, name, entry.recordID))
             }
             guard let entry = loaded.0, let state = loaded.1, entry.state == .pending else { return .pushed }  // settled elsewhere
@@ -55,7 +53,7 @@ extension SyncCoordinator {
             case .delete:
                 if !state.remote {
                     // The server never had it: nothing to send.
-                    try await localWrite { tx in _ = try tx.delete(.int(seq), from: WireCollections.outbox) }
+                    try await localWrite { tx in try Outbox.remove(seq, in: tx) }
                     return .pushed
                 }
                 method = "DELETE"
@@ -65,35 +63,18 @@ extension SyncCoordinator {
             if method == "POST", assigns, !entry.sent {
                 // From here until its answer is recorded the POST is in doubt (see
                 // OutboxEntry.sent): the server may create the record and the answer be lost.
-                try await localWrite { tx in
-                    guard let record = try tx.get(.int(seq), from: WireCollections.outbox), var stored = OutboxEntry(record) else { return }
-                    stored.sent = true
-                    try tx.update(Record(id: .int(seq), fields: stored.fieldsForStorage), in: WireCollections.outbox)
-                }
+                try await localWrite { tx in try Outbox.modify(seq, in: tx) { $0.sent = true } }
             }
             let answer: HTTPAnswer
             do {
                 answer = try await send(endpoint, method, url, body: body, headers: headers, report: &report)
-            } catch let error as DepotError where error.code == .encoding {
-                // The record holds a value JSON cannot carry (an infinite double): no server
-                // can take it, so it is dead-lettered like a permanent refusal.
-                let message = error.message
-                try await localWrite { tx in
-                    guard let record = try tx.get(.int(seq), from: WireCollections.outbox), var stored = OutboxEntry(record) else { return }
-                    stored.state = .dead
-                    stored.lastError = message
-                    try tx.update(Record(id: .int(seq), fields: stored.fieldsForStorage), in: WireCollections.outbox)
-                }
-                report.deadLettered += 1
-                emit(.deadLettered(collection: name, id: id, status: 0))
-                return .deadLettered
             } catch let error as DepotError where error.code == .remote {
                 let message = error.message
                 try await localWrite { tx in
-                    guard let record = try tx.get(.int(seq), from: WireCollections.outbox), var stored = OutboxEntry(record) else { return }
-                    stored.attempts += 1
-                    stored.lastError = message
-                    try tx.update(Record(id: .int(seq), fields: stored.fieldsForStorage), in: WireCollections.outbox)
+                    try Outbox.modify(seq, in: tx) { stored in
+                        stored.attempts += 1
+                        stored.lastError = message
+                    }
                 }
                 report.failures.append(message)
                 return .unreachable
@@ -116,11 +97,11 @@ extension SyncCoordinator {
             case .permanent, .notFound, .retry:
                 let message = Self.describe(answer)
                 try await localWrite { tx in
-                    guard let record = try tx.get(.int(seq), from: WireCollections.outbox), var stored = OutboxEntry(record) else { return }
-                    stored.state = .dead
-                    stored.attempts += 1
-                    stored.lastError = message
-                    try tx.update(Record(id: .int(seq), fields: stored.fieldsForStorage), in: WireCollections.outbox)
+                    try Outbox.modify(seq, in: tx) { stored in
+                        stored.state = .dead
+                        stored.attempts += 1
+                        stored.lastError = message
+                    }
                 }
                 report.deadLettered += 1
                 emit(.deadLettered(collection: name, id: id, status: answer.status))
@@ -145,11 +126,9 @@ extension SyncCoordinator {
     func settleInDoubtPosts(_ collection: CollectionName, _ endpoint: SyncEndpoint, _ report: inout SyncReport) async throws {
         guard endpoint.idAssignment == .server else { return }
         let name = collection.rawValue
-        let inDoubt = try await driver.read { tx -> [OutboxEntry] in
-            let filter = Field("collection") == name && Field("sent") == true && Field("state") == "pending"
+        let inDoubt = try await localRead { tx -> [OutboxEntry] in
             var out: [OutboxEntry] = []
-            for entry in try tx.query(Query(filter: filter, sort: [SortKey("id")]), in: WireCollections.outbox).compactMap(OutboxEntry.init)
-            where entry.operation == .upsert {
+            for entry in try Outbox.sentPending(of: name, in: tx) where entry.operation == .upsert {
                 if try SyncLocal.pendingEntries(tx, name, entry.recordID).first?.seq == entry.seq { out.append(entry) }
             }
             return out
@@ -166,7 +145,7 @@ extension SyncCoordinator {
     func fetchCurrent(_ endpoint: SyncEndpoint, _ id: RecordID, _ report: inout SyncReport) async throws -> ([String: FieldValue]?, String?) {
         let answer = try await send(endpoint, "GET", endpoint.itemURL(id), report: &report)
         if answer.status == 404 || answer.status == 410 { return (nil, nil) }
-        guard (200..<300).contains(answer.status), let body = Self.json(answer), let record = endpoint.fromServer(body) else {
+        guard (200..<300).contains(answer.status), let body = try Self.json(answer), let record = endpoint.fromServer(body) else {
             throw DepotError(.remote, "GET \(endpoint.path)/… answered \(answer.status) while settling a conflict.")
         }
         return (record.fields, answer.header("etag"))
@@ -177,12 +156,12 @@ extension SyncCoordinator {
     /// when no later local edit waits (a replayed answer is never stored: it may be old).
     func acknowledge(_ entry: OutboxEntry, method: String, answer: HTTPAnswer, _ collection: CollectionName, _ endpoint: SyncEndpoint, _ report: inout SyncReport) async throws {
         let name = collection.rawValue
-        let returned = Self.json(answer).flatMap(endpoint.fromServer)
+        let returned = try Self.json(answer).flatMap(endpoint.fromServer)
         let replayed = answer.header("idempotent-replayed") == "true"
         let etag = answer.header("etag")
         let assignment = endpoint.idAssignment
         let moves = try await localWrite { tx -> [(RecordID, RecordID)] in
-            try tx.delete(.int(entry.seq), from: WireCollections.outbox)
+            try Outbox.remove(entry.seq, in: tx)
             var id = entry.recordID
             var moves: [(RecordID, RecordID)] = []
             if method == "POST", assignment == .server, let newID = returned?.id, newID != id {

@@ -11,7 +11,7 @@ import Foundation
 /// with idempotency keys, `If-Match`, retries with backoff and jitter, and dead-lettering.
 ///
 /// ```swift
-/// let sync = SyncCoordinator(driver: driver, conflictPolicy: .lastWriterWins(field: "updatedAt"))
+/// let sync = SyncCoordinator(store: store, conflictPolicy: .lastWriterWins(field: "updatedAt"))
 /// try await sync.attach(posts, to: SyncEndpoint(baseURL: server, path: "/posts"))
 /// for await event in await sync.events() { print(event) }   // in another task
 /// let report = try await sync.sync(posts)
@@ -21,11 +21,11 @@ import Foundation
 /// (`_depot_sync`), per-record sync state (`_depot_sync_records`), pull checkpoints and the
 /// outbox. Cancel the task running a sync at any point; the next sync resumes.
 public actor SyncCoordinator {
-    /// The local store's driver.
-    public nonisolated let driver: any StorageDriver
-    /// The local store, when the coordinator was made over one: local writes then go
-    /// through it (change events, read caches, attachments) with `recordingOutbox: false`.
-    public nonisolated let store: Store?
+    /// The local store. Every local read and write of the coordinator goes through it, so
+    /// pulled records raise change events and invalidate read caches like any other write.
+    public nonisolated let store: Store
+    /// Records the outbox of the store's attached collections.
+    nonisolated let recorder: OutboxRecorder
     let transport: any HTTPTransport
     let sleeper: any SyncSleeper
     let random: any SyncRandomSource
@@ -38,8 +38,8 @@ public actor SyncCoordinator {
     var feedMissing: Set<String> = []
     var subscribers: [UUID: AsyncStream<SyncEvent>.Continuation] = [:]
 
-    /// Makes a coordinator over a local store: the way apps and the CLI use it. Attaching
-    /// through it makes the store record outbox entries for the collection's writes.
+    /// Makes a coordinator over a local store, and installs the store's outbox recorder
+    /// (``OutboxRecorder``) if it has none, so writes to attached collections are recorded.
     ///
     /// - Parameters:
     ///   - transport: how requests are sent (URLSession by default).
@@ -52,8 +52,8 @@ public actor SyncCoordinator {
         sleeper: any SyncSleeper = TaskSleeper(),
         random: any SyncRandomSource = SystemRandomSource()
     ) {
-        self.driver = store.driver
         self.store = store
+        self.recorder = OutboxRecorder.installed(on: store)
         self.transport = transport
         self.conflictPolicy = conflictPolicy
         self.retryPolicy = retryPolicy
@@ -61,36 +61,15 @@ public actor SyncCoordinator {
         self.random = random
     }
 
-    /// Makes a coordinator over a bare driver (no `Store`): local writes go straight to the
-    /// driver, and whoever writes to attached collections must record outbox entries
-    /// (``OutboxEntry/record(_:collection:id:fields:in:)``).
-    ///
-    /// - Parameters:
-    ///   - transport: how requests are sent (URLSession by default).
-    ///   - sleeper, random: the clock and random source of retries (inject fakes in tests).
-    public init(
-        driver: any StorageDriver,
-        transport: any HTTPTransport = URLSessionTransport(),
-        conflictPolicy: ConflictPolicy = .serverWins,
-        retryPolicy: RetryPolicy = RetryPolicy(),
-        sleeper: any SyncSleeper = TaskSleeper(),
-        random: any SyncRandomSource = SystemRandomSource()
-    ) {
-        self.driver = driver
-        self.store = nil
-        self.transport = transport
-        self.conflictPolicy = conflictPolicy
-        self.retryPolicy = retryPolicy
-        self.sleeper = sleeper
-        self.random = random
+    /// Runs a local write of the sync's own: through the store, without recording outbox
+    /// entries (what sync writes came from the server or is bookkeeping).
+    func localWrite<T: Sendable>(_ body: @escaping @Sendable (StoreWriteTransaction) throws -> T) async throws -> T {
+        try await store.write(excluding: [recorder], body)
     }
 
-    /// Runs a local write: through the store without outbox recording when there is one.
-    func localWrite<T: Sendable>(_ body: @escaping @Sendable (any WriteTransaction) throws -> T) async throws -> T {
-        if let store {
-            return try await store.write(recordingOutbox: false) { tx in try body(StoreBackedTransaction(tx)) }
-        }
-        return try await driver.write(body)
+    /// Runs a local read through the store.
+    func localRead<T: Sendable>(_ body: @escaping @Sendable (StoreReadTransaction) throws -> T) async throws -> T {
+        try await store.read(body)
     }
 
     /// Sets the conflict policy.
@@ -100,7 +79,7 @@ public actor SyncCoordinator {
     /// later write to it records an outbox entry) and keeps the endpoint's hooks for this
     /// coordinator. Attaching again with the same remote and path keeps the pull checkpoint.
     ///
-    /// It also declares ``outboxRecordIndex`` on the outbox (once per store), so finding a
+    /// It also declares ``Outbox/recordIndex`` on the outbox (once per store), so finding a
     /// record's pending entries, which every pulled record and every push does, is an index
     /// lookup on drivers with indexes instead of a scan of the whole outbox.
     /// - Throws: ``DepotError`` `.invalidStore` for a bad endpoint (see ``SyncEndpoint/validate()``).
@@ -109,10 +88,12 @@ public actor SyncCoordinator {
         endpoints[collection.rawValue] = endpoint
         let remote = endpoint.baseURL.absoluteString
         let path = endpoint.path
-        try await localWrite { tx in
+        // Through the recorder too: it sees the change to `_depot_sync` and reads the
+        // attachments again after the commit.
+        try await store.write { tx in
             var outbox = try tx.schema(of: WireCollections.outbox) ?? CollectionSchema(name: WireCollections.outbox, idKind: .int)
-            if !outbox.indexes.contains(SyncCoordinator.outboxRecordIndex) {
-                outbox.indexes.append(SyncCoordinator.outboxRecordIndex)
+            if !outbox.indexes.contains(Outbox.recordIndex) {
+                outbox.indexes.append(Outbox.recordIndex)
                 try tx.prepare(outbox)
             }
             let key = RecordID.string(collection.rawValue)
@@ -124,14 +105,11 @@ public actor SyncCoordinator {
         }
     }
 
-    /// The outbox index that ``attach(_:to:)`` declares: entries by collection and record id.
-    public static let outboxRecordIndex = IndexDefinition(["collection", "recordId"], name: "depot_outbox_record")
-
     /// Removes the attachment: later writes record no outbox entries. Pending entries stay.
     /// - Throws: what the store throws.
     public func detach(_ collection: CollectionName) async throws {
         endpoints[collection.rawValue] = nil
-        try await localWrite { tx in _ = try tx.delete(.string(collection.rawValue), from: WireCollections.sync) }
+        try await store.write { tx in _ = try tx.delete(.string(collection.rawValue), from: WireCollections.sync) }
     }
 
     /// A stream of progress events for every later sync; it ends when the consumer stops.
@@ -171,9 +149,9 @@ public actor SyncCoordinator {
             report.failures.append(error.message)
         }
         let name = collection.rawValue
-        let counts = try await driver.read { tx -> (Int, Int) in
-            let entries = try tx.query(Query(filter: Field("collection") == name), in: WireCollections.outbox)
-            let dead = entries.filter { $0["state"].stringValue == "dead" }.count
+        let counts = try await localRead { tx -> (Int, Int) in
+            let entries = try Outbox.entries(of: name, in: tx)
+            let dead = entries.filter { $0.state == .dead }.count
             return (entries.count - dead, dead)
         }
         report.pendingLeft = counts.0
@@ -186,9 +164,7 @@ public actor SyncCoordinator {
     /// - Throws: store errors.
     public func outbox(for collection: CollectionName) async throws -> [OutboxEntry] {
         let name = collection.rawValue
-        return try await driver.read { tx in
-            try tx.query(Query(filter: Field("collection") == name, sort: [SortKey("id")]), in: WireCollections.outbox).compactMap(OutboxEntry.init)
-        }
+        return try await localRead { tx in try Outbox.entries(of: name, in: tx) }
     }
 
     /// Puts dead-lettered entries of `collection` back in the queue (after fixing the cause).
@@ -196,10 +172,9 @@ public actor SyncCoordinator {
     public func retryDeadLetters(_ collection: CollectionName) async throws {
         let name = collection.rawValue
         try await localWrite { tx in
-            for record in try tx.query(Query(filter: Field("collection") == name && Field("state") == "dead"), in: WireCollections.outbox) {
-                var fields = record.fields
-                fields["state"] = "pending"
-                try tx.update(Record(id: record.id, fields: fields), in: WireCollections.outbox)
+            for var entry in try Outbox.entries(of: name, state: .dead, in: tx) {
+                entry.state = .pending
+                try Outbox.update(entry, in: tx)
             }
         }
     }
@@ -214,7 +189,7 @@ public actor SyncCoordinator {
         var spec = HTTPRequestSpec(method: method, url: url, headers: headers)
         spec.headers["Accept"] = "application/json"
         if let body {
-            spec.body = Data(try WireJSON.encode(body).utf8)
+            spec.body = Data(JSONText.serialize(body).utf8)
             spec.headers["Content-Type"] = "application/json"
         }
         if let hook = endpoint.requestHook {
@@ -255,8 +230,17 @@ public actor SyncCoordinator {
         }
     }
 
-    static func json(_ answer: HTTPAnswer) -> FieldValue? {
-        answer.body.isEmpty ? nil : try? WireJSON.decode(answer.body)
+    /// The JSON body of an answer (`nil` when it is empty), read as Docs/Server.md says:
+    /// Depot's JSON text, with the older wire's `{"$base64": ...}` also read as bytes.
+    /// - Throws: ``DepotError`` `.remote` when the body is not JSON.
+    static func json(_ answer: HTTPAnswer) throws -> FieldValue? {
+        if answer.body.isEmpty { return nil }
+        do {
+            // A change feed wraps each record in four levels: {"changes":[{"record":{...}}]}.
+            return try JSONText.parse([UInt8](answer.body), acceptingLegacyBase64: true, maximumDepth: JSONText.maximumDepth + 4)
+        } catch let error as DepotError {
+            throw DepotError(.remote, "The server answered \(answer.status) with a body that is not JSON: \(error.message)")
+        }
     }
 
     static func describe(_ answer: HTTPAnswer) -> String {

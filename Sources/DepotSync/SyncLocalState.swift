@@ -25,7 +25,7 @@ struct RecordSyncState: Sendable {
         return out
     }
 
-    static func load(_ tx: any ReadTransaction, _ collection: String, _ id: RecordID) throws -> RecordSyncState {
+    static func load(_ tx: StoreReadTransaction, _ collection: String, _ id: RecordID) throws -> RecordSyncState {
         let key = RecordID.string(WireCollections.recordKey(collection, id))
         guard let record = try tx.get(key, from: WireCollections.syncRecords) else {
             return RecordSyncState(collection: collection, id: id, etag: nil, base: nil, remote: false, seen: 0)
@@ -36,7 +36,7 @@ struct RecordSyncState: Sendable {
         )
     }
 
-    func store(_ tx: any WriteTransaction) throws {
+    func store(_ tx: StoreWriteTransaction) throws {
         try tx.save(Record(id: key, fields: fields), into: WireCollections.syncRecords)
     }
 }
@@ -53,19 +53,19 @@ enum ApplyOutcome: Sendable, Equatable {
 /// The local side of sync: applying server states, settling conflicts, re-keying. All of it
 /// runs inside one write transaction of the caller.
 enum SyncLocal {
-    /// A hash of a record state (`nil` fields: deleted).
+    /// A hash of a record state (`nil` fields: deleted): the hash of its canonical JSON
+    /// text (Docs/Sync.md, "Conflicts"). Every value has a JSON form, so every state has
+    /// its own hash.
     static func stateHash(_ id: RecordID, _ fields: [String: FieldValue]?) -> String {
         guard let fields else { return "deleted" }
-        let text = (try? WireJSON.encode(Record(id: id, fields: fields.filter { !$0.value.isNull }))) ?? ""
-        return WireETag.hash(text.utf8)
+        return WireETag.hash(Record(id: id, fields: fields.filter { !$0.value.isNull }).jsonText.utf8)
     }
 
-    static func pendingEntries(_ tx: any ReadTransaction, _ collection: String, _ id: RecordID) throws -> [OutboxEntry] {
-        let filter = Field("collection") == collection && .equal("recordId", id.fieldValue)
-        return try tx.query(Query(filter: filter, sort: [SortKey("id")]), in: WireCollections.outbox).compactMap(OutboxEntry.init)
+    static func pendingEntries(_ tx: StoreReadTransaction, _ collection: String, _ id: RecordID) throws -> [OutboxEntry] {
+        try Outbox.entries(of: collection, id: id, in: tx)
     }
 
-    static func writeLocal(_ tx: any WriteTransaction, _ collection: CollectionName, _ id: RecordID, _ fields: [String: FieldValue]?) throws {
+    static func writeLocal(_ tx: StoreWriteTransaction, _ collection: CollectionName, _ id: RecordID, _ fields: [String: FieldValue]?) throws {
         if let fields {
             try tx.save(Record(id: id, fields: fields).withoutNulls, into: collection)
         } else {
@@ -80,7 +80,7 @@ enum SyncLocal {
     /// entries up to it are done); if it equals the state the client last knew, nothing
     /// changed on the server; otherwise it is a conflict for the policy.
     static func applyRemote(
-        _ tx: any WriteTransaction, collection: CollectionName, id: RecordID, server: [String: FieldValue]?, etag: String?,
+        _ tx: StoreWriteTransaction, collection: CollectionName, id: RecordID, server: [String: FieldValue]?, etag: String?,
         seen: Int64?, policy: ConflictPolicy, serverAssignsIDs: Bool = false
     ) throws -> ApplyOutcome {
         let name = collection.rawValue
@@ -113,7 +113,7 @@ enum SyncLocal {
             return server == nil ? .deleted : .applied
         }
         if let index = pending.lastIndex(where: { stateHash(id, $0.fields) == serverHash && ($0.operation == .delete) == (server == nil) }) {
-            for entry in pending[...index] { try tx.delete(.int(entry.seq), from: WireCollections.outbox) }
+            for entry in pending[...index] { try Outbox.remove(entry.seq, in: tx) }
             try settle()
             return .echo
         }
@@ -139,20 +139,20 @@ enum SyncLocal {
             if !takeServer { merged = .some(result) }
         }
         if takeServer {
-            for entry in pending { try tx.delete(.int(entry.seq), from: WireCollections.outbox) }
+            for entry in pending { try Outbox.remove(entry.seq, in: tx) }
             try writeLocal(tx, collection, id, server)
             resolution = "server"
         } else if let mergedFields = merged {
-            for entry in pending { try tx.delete(.int(entry.seq), from: WireCollections.outbox) }
+            for entry in pending { try Outbox.remove(entry.seq, in: tx) }
             try writeLocal(tx, collection, id, mergedFields)
-            try OutboxEntry.record(mergedFields == nil ? .delete : .upsert, collection: name, id: id, fields: mergedFields, in: tx)
+            try Outbox.append(mergedFields == nil ? .delete : .upsert, collection: name, id: id, fields: mergedFields, in: tx)
             resolution = "merged"
         } else {
             // The local edit stays; its next request is a new one (new If-Match), so it gets a new key.
             if let head = pending.first {
                 var renewed = head
-                renewed.idempotencyKey = UUID().uuidString.lowercased()
-                try tx.update(Record(id: .int(head.seq), fields: renewed.fieldsForStorage), in: WireCollections.outbox)
+                renewed.idempotencyKey = Outbox.newIdempotencyKey()
+                try Outbox.update(renewed, in: tx)
             }
             resolution = "client"
         }
@@ -179,7 +179,7 @@ enum SyncLocal {
     /// Moves local record `from` to the server-assigned id `to`, with its outbox entries and
     /// sync state. A local record already at `to` that the server never saw is moved to a
     /// fresh local id first, so nothing is overwritten or duplicated. Returns that move, if any.
-    static func rekey(_ tx: any WriteTransaction, collection: CollectionName, from: RecordID, to: RecordID) throws -> (RecordID, RecordID)? {
+    static func rekey(_ tx: StoreWriteTransaction, collection: CollectionName, from: RecordID, to: RecordID) throws -> (RecordID, RecordID)? {
         guard from != to else { return nil }
         let name = collection.rawValue
         var displaced: (RecordID, RecordID)?
@@ -211,7 +211,7 @@ enum SyncLocal {
     /// of a record deleted locally, or a server tombstone): moving this record's bookkeeping
     /// there would overwrite that record's sync state and mix their entries — its pending
     /// DELETE would then be dropped unsent, and the server's copy pulled back in.
-    static func displace(_ tx: any WriteTransaction, _ collection: CollectionName, _ id: RecordID) throws -> RecordID {
+    static func displace(_ tx: StoreWriteTransaction, _ collection: CollectionName, _ id: RecordID) throws -> RecordID {
         let name = collection.rawValue
         let occupant = try tx.get(id, from: collection)
         var fresh = try tx.insert(fields: occupant?.fields ?? [:], into: collection)
@@ -225,16 +225,16 @@ enum SyncLocal {
     }
 
     /// `true` when the sync keeps outbox entries or sync state under `id`.
-    static func isTracked(_ tx: any ReadTransaction, _ collection: String, _ id: RecordID) throws -> Bool {
+    static func isTracked(_ tx: StoreReadTransaction, _ collection: String, _ id: RecordID) throws -> Bool {
         if try tx.get(.string(WireCollections.recordKey(collection, id)), from: WireCollections.syncRecords) != nil { return true }
         return try !pendingEntries(tx, collection, id).isEmpty
     }
 
-    static func moveBookkeeping(_ tx: any WriteTransaction, _ name: String, from: RecordID, to: RecordID) throws {
+    static func moveBookkeeping(_ tx: StoreWriteTransaction, _ name: String, from: RecordID, to: RecordID) throws {
         for entry in try pendingEntries(tx, name, from) {
             var moved = entry
             moved.recordID = to
-            try tx.update(Record(id: .int(entry.seq), fields: moved.fieldsForStorage), in: WireCollections.outbox)
+            try Outbox.update(moved, in: tx)
         }
         var state = try RecordSyncState.load(tx, name, from)
         try tx.delete(state.key, from: WireCollections.syncRecords)

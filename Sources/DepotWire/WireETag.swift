@@ -3,15 +3,14 @@ import DepotCore
 
 /// Strong entity tags computed from a record's canonical content.
 ///
-/// The tag is a 64-bit FNV-1a hash of the record's canonical JSON (``WireJSON``, keys
-/// sorted, the id included), written as 16 hex digits in quotes: `"9f3a…"`. Equal
+/// The tag is a 64-bit FNV-1a hash of the record's canonical JSON (``DepotCore/JSONText``,
+/// keys sorted, the id included), written as 16 hex digits in quotes: `"9f3a…"`. Equal
 /// content gives an equal tag on every server process, so several servers over one store
 /// agree without sharing state.
 public enum WireETag {
-    /// The strong ETag of `record`, quotes included.
-    /// - Throws: ``DepotError`` `.encoding` when the record holds a value JSON cannot carry.
-    public static func of(_ record: Record) throws -> String {
-        "\"" + hash(try WireJSON.encode(record).utf8) + "\""
+    /// The strong ETag of `record`, quotes included. Every record has one.
+    public static func of(_ record: Record) -> String {
+        "\"" + hash(record.jsonText.utf8) + "\""
     }
 
     /// The 64-bit FNV-1a hash of `bytes` as 16 hex digits (not a security hash: it detects

@@ -154,27 +154,6 @@ struct Note: Model, Equatable {
         #expect(try await people.get(1)?.fields["flag"] == nil)
     }
 
-    @Test func writesToAttachedCollectionsRecordOutboxEntriesInTheSameTransaction() async throws {
-        let store = try await store()
-        let sync = store.collection(try CollectionName(reserved: "_depot_sync"))
-        try await sync.save(Record(id: "notes", fields: ["remote": "http://127.0.0.1:1", "path": "/notes"]))
-        let notes = try store.collection("notes"), other = try store.collection("other")
-        try await notes.save(Record(id: "a", fields: ["t": 1]))
-        try await other.save(Record(id: "x", fields: ["t": 1]))
-        _ = try await notes.delete("a")
-        try await store.write(recordingOutbox: false) { tx in try tx.save(Record(id: "b", fields: [:]), into: try CollectionName("notes")) }
-        struct Boom: Error {}
-        _ = try? await store.write { tx in
-            try tx.save(Record(id: "c", fields: [:]), into: try CollectionName("notes"))
-            throw Boom()
-        }
-        let outbox = try await store.collection(try CollectionName(reserved: "_depot_outbox")).query()
-        #expect(outbox.map { $0["op"] } == ["upsert", "delete"])
-        #expect(outbox.map { $0["recordId"] } == ["a", "a"])
-        #expect(outbox.first?["record"] == ["t": 1])
-        #expect(outbox.allSatisfy { $0["state"] == "pending" && $0["idempotencyKey"].stringValue?.count == 36 })
-    }
-
     @Test func badInputGetsTypedErrors() async throws {
         let store = try await store()
         let c = try store.collection("c")

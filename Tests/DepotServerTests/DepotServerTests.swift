@@ -1,6 +1,6 @@
 import DepotCore
 import DepotMemory
-import DepotServer
+@testable import DepotServer
 import DepotWire
 import Foundation
 import Testing
@@ -183,6 +183,61 @@ struct DepotServerTests {
         }
     }
 
+    /// A model of the serving process's own code.
+    struct Post: Model, Equatable {
+        var id: Int64?
+        var title: String
+        static let collectionName = "posts"
+    }
+
+    @Test("a write over HTTP is seen in the serving process like a repository write: change events, read caches, observed queries")
+    func serverWritesAreSeen() async throws {
+        try await withServer { live in
+            let posts = try await live.store.repository(Post.self, cacheCapacity: 16)
+            try await posts.save(Post(id: 1, title: "first"))
+            #expect(try await posts.find(id: 1)?.title == "first")  // now cached
+            let changes = live.store.changes()
+            var observed = posts.observe(posts.query().filter(Field("title").hasPrefix("s")))
+                .makeAsyncIterator()
+            #expect(try await observed.next()?.count == 0)
+
+            let put = try await live.send("PUT", "/posts/1", json: #"{"title":"second"}"#)
+            #expect(put.status == 200)
+            #expect(try await posts.find(id: 1)?.title == "second", "the read cache was not invalidated")
+            #expect(try await observed.next()?.map(\.title) == ["second"], "the observed query did not wake")
+            let post = try await live.send("POST", "/posts", json: #"{"title":"sixth"}"#)
+            #expect(post.status == 201)
+            #expect(try await observed.next()?.map(\.title) == ["second", "sixth"])
+            var seen: [ChangeEvent] = []
+            for await batch in changes {
+                seen += batch.changes.filter { !$0.collection.isReserved }
+                if seen.count >= 2 { break }
+            }
+            #expect(seen == [
+                ChangeEvent(collection: try CollectionName("posts"), kind: .updated, id: 1),
+                ChangeEvent(collection: try CollectionName("posts"), kind: .inserted, id: 2),
+            ])
+        }
+    }
+
+    @Test("a write by the serving process's own code reaches the change feed like one over HTTP")
+    func ownWritesReachTheFeed() async throws {
+        try await withServer { live in
+            let posts = try await live.store.repository(Post.self)
+            try await posts.save(Post(id: 7, title: "local"))
+            _ = try await posts.delete(id: 7)
+            try await posts.save(Post(id: 8, title: "kept"))
+            let feed = try await live.send("GET", "/_changes?since=0")
+            let changes = try #require(feed.json.objectValue?["changes"]?.arrayValue)
+            #expect(changes.map { $0.objectValue?["op"] } == ["delete", "upsert"])
+            #expect(changes.last?.objectValue?["record"] == ["id": 8, "title": "kept"])
+            // A write behind the store's back (the raw driver) is not in the feed: only in the listing.
+            try await live.driver.write { tx in try tx.save(Record(id: 9, fields: ["title": "raw"]), into: try CollectionName("posts")) }
+            let again = try await live.send("GET", "/_changes?since=0")
+            #expect(again.json.objectValue?["changes"]?.arrayValue?.count == 2)
+        }
+    }
+
     @Test("bad requests get 4xx JSON errors; unknown collections 404; paths never reach files")
     func badRequests() async throws {
         try await withServer { live in
@@ -228,41 +283,54 @@ struct DepotServerTests {
     }
 }
 
-@Suite("WireJSON")
-struct WireJSONTests {
-    @Test("values round-trip exactly: ints stay ints, doubles stay doubles, bytes and text survive")
+@Suite("JSON on the wire")
+struct WireFormatTests {
+    @Test("values round-trip exactly through the wire's JSON: ints stay ints, doubles stay doubles, bytes, infinities and text survive")
     func roundTrip() throws {
         let values: [FieldValue] = [
             .int(.min), .int(.max), .double(-0.0), .double(1.0), .double(.greatestFiniteMagnitude), .double(1e-300),
+            .double(.infinity), .double(-.infinity),
             .string("a\u{0}b\"\\\n😀e\u{301}"), .bytes(Data([0, 1, 255])), .bytes(Data()), ["a": [1, 2.5, nil, true]], .string("{}"),
+            ["$base64": "aGk="], ["$bytes": "aGk="], ["$double": "Infinity"], ["$object": ["a": 1]],
         ]
         for value in values {
-            let text = try WireJSON.encode(value)
-            #expect(try WireJSON.decode(text) == value, "\(text)")
+            let text = JSONText.serialize(value)
+            #expect(try JSONText.parse(text) == value, "\(text)")
+            #expect(try JSONText.parse(Array(text.utf8), acceptingLegacyBase64: true) == value, "\(text)")
         }
-        #expect(try WireJSON.decode(#"{"a":"\ud83d\ude00"}"#) == ["a": "😀"])
-        #expect(throws: DepotError.self) { try WireJSON.encode(.double(.infinity)) }
+        // The older wire's bytes, from an older client: read as bytes by the wire's reader only.
+        #expect(try JSONText.parse(Array(#"{"$base64":"aGk="}"#.utf8), acceptingLegacyBase64: true) == .bytes(Data("hi".utf8)))
+        #expect(try JSONText.parse(#"{"$base64":"aGk="}"#) == ["$base64": "aGk="])
+        #expect(try JSONText.parse(#"{"a":"\ud83d\ude00"}"#) == ["a": "😀"])
         for bad in ["", "{", "[1,]", "01", "1.", "\"\\x\"", "tru", "{\"a\" 1}", "1 2"] {
-            #expect(throws: DepotError.self) { try WireJSON.decode(bad) }
+            #expect(throws: DepotError.self) { try JSONText.parse(bad) }
         }
         // Bytes that are not UTF-8 inside a string (plain and after an escape): an error, never a repaired string.
         for bad: [UInt8] in [[0x22, 0xC3, 0x28, 0x22], [0x22, 0x5C, 0x6E, 0xFF, 0x22], [0x22, 0xF0, 0x90, 0x80, 0x41, 0x22]] {
-            #expect(throws: DepotError.self) { try WireJSON.decode(bad) }
+            #expect(throws: DepotError.self) { try JSONText.parse(bad) }
         }
-        #expect(try WireJSON.decode([0x22, 0xC3, 0xA9, 0x22]) == .string("é"))
-        #expect(WireJSON.literal("12") == .int(12))
-        #expect(WireJSON.literal("abc") == .string("abc"))
-        #expect(WireJSON.literal("\"12\"") == .string("12"))
-        #expect(WireJSON.literal("[1]") == .string("[1]"))
+        #expect(try JSONText.parse([0x22, 0xC3, 0xA9, 0x22]) == .string("é"))
+    }
+
+    @Test("query-string values are JSON scalars when they are one, otherwise text")
+    func literals() {
+        #expect(QueryParameters.literal("12") == .int(12))
+        #expect(QueryParameters.literal("1.5") == .double(1.5))
+        #expect(QueryParameters.literal("abc") == .string("abc"))
+        #expect(QueryParameters.literal("\"12\"") == .string("12"))
+        #expect(QueryParameters.literal("[1]") == .string("[1]"))
+        #expect(QueryParameters.literal(#"{"$bytes":"aGk="}"#) == .string(#"{"$bytes":"aGk="}"#))
+        #expect(QueryParameters.literal("null") == .null)
     }
 
     @Test("ETags are stable over key order and If-Match follows strong comparison")
     func etags() throws {
         let a = Record(id: 1, fields: ["x": 1, "y": "b"])
         let b = Record(id: 1, fields: ["y": "b", "x": 1])
-        #expect(try WireETag.of(a) == WireETag.of(b))
-        #expect(try WireETag.of(a) != WireETag.of(Record(id: 1, fields: ["x": 1.0, "y": "b"])))
-        let tag = try WireETag.of(a)
+        #expect(WireETag.of(a) == WireETag.of(b))
+        #expect(WireETag.of(a) != WireETag.of(Record(id: 1, fields: ["x": 1.0, "y": "b"])))
+        #expect(WireETag.of(Record(id: 1, fields: ["x": .double(.infinity)])) != WireETag.of(Record(id: 1, fields: ["x": .double(-.infinity)])))
+        let tag = WireETag.of(a)
         #expect(WireETag.ifMatch(tag, admits: tag))
         #expect(WireETag.ifMatch("\"zz\", \(tag)", admits: tag))
         #expect(!WireETag.ifMatch("W/\(tag)", admits: tag))

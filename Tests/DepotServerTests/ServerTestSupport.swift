@@ -13,7 +13,9 @@ struct Answer {
     var headers: [String: String]
     var body: Data
 
-    var json: FieldValue { (try? WireJSON.decode(body)) ?? .null }
+    /// The body as JSON; a body that is not JSON is `.null` here, and the tests that read
+    /// it then fail on the value they expect.
+    var json: FieldValue { (try? JSONText.parse([UInt8](body))) ?? .null }
     var errorCode: String? { json.objectValue?["error"]?.objectValue?["code"]?.stringValue }
     func header(_ name: String) -> String? {
         headers.first { $0.key.lowercased() == name.lowercased() }?.value
@@ -23,12 +25,15 @@ struct Answer {
 /// A real DepotServer on loopback over a MemoryDriver, with a tiny URLSession client.
 struct LiveServer {
     let server: DepotServer
+    /// The served store's driver, for writes made behind the server's back.
     let driver: MemoryDriver
+    /// The served store, as the serving process's own code uses it.
+    var store: Store { server.store }
     let base: String
 
     static func start(faults: ServerFaults? = nil) async throws -> LiveServer {
         let driver = MemoryDriver()
-        let server = DepotServer(driver: driver, configuration: .init(faults: faults))
+        let server = DepotServer(store: try await Store(driver: driver), configuration: .init(faults: faults))
         let port = try await server.start()
         return LiveServer(server: server, driver: driver, base: "http://127.0.0.1:\(port)")
     }

@@ -24,8 +24,7 @@ struct SyncBenchmark {
                 }
             }
             for (label, feed, pageSize) in [("listing", SyncEndpoint.ChangeFeed.none, 1000), ("listing", .none, 100)] {
-                let driver = MemoryDriver()
-                let sync = SyncCoordinator(driver: driver, transport: URLSessionTransport())
+                let sync = SyncCoordinator(store: try await clientStore(), transport: URLSessionTransport())
                 var endpoint = SyncEndpoint(baseURL: url, path: "/items")
                 endpoint.changeFeed = feed
                 endpoint.pageSize = pageSize
@@ -36,16 +35,12 @@ struct SyncBenchmark {
                 #expect(report.pulled == 10_000)
                 print("bench pull \(label) pageSize=\(pageSize): 10000 records in \(String(format: "%.2f", seconds)) s = \(Int(10_000 / seconds)) records/s")
             }
-            let driver = MemoryDriver()
-            let sync = SyncCoordinator(driver: driver, transport: URLSessionTransport())
+            let store = try await clientStore()
+            let sync = SyncCoordinator(store: store, transport: URLSessionTransport())
             let notes = name("notes")
             try await sync.attach(notes, to: SyncEndpoint(baseURL: url, path: "/notes"))
-            try await driver.write { tx in
-                for i in 0..<1000 {
-                    let record = Record(id: .string("n\(i)"), fields: ["n": .int(Int64(i))])
-                    try tx.save(record, into: notes)
-                    try OutboxEntry.record(.upsert, collection: "notes", id: record.id, fields: record.fields, in: tx)
-                }
+            try await store.write { tx in
+                for i in 0..<1000 { try tx.save(Record(id: .string("n\(i)"), fields: ["n": .int(Int64(i))]), into: notes) }
             }
             let start = ContinuousClock.now
             let report = try await sync.sync(notes, pull: false, push: true)

@@ -25,7 +25,7 @@ struct SyncFaultTests {
     final class Client: @unchecked Sendable {
         // @unchecked Sendable: used by one test task at a time, never concurrently.
         let label: String
-        let driver = MemoryDriver()
+        let store: Store
         let transport: FaultyTransport
         var coordinator: SyncCoordinator
         let url: URL
@@ -37,14 +37,15 @@ struct SyncFaultTests {
             self.label = label
             self.url = url
             transport = FaultyTransport(seed: seed, rate: rate)
-            coordinator = SyncCoordinator(driver: driver)
+            store = try await clientStore()
+            coordinator = SyncCoordinator(store: store)
             try await restart()
         }
 
         /// A new process over the same store: a new coordinator, attachments read again.
         func restart() async throws {
             coordinator = SyncCoordinator(
-                driver: driver, transport: transport, conflictPolicy: .serverWins,
+                store: store, transport: transport, conflictPolicy: .serverWins,
                 retryPolicy: RetryPolicy(baseDelay: .milliseconds(1), maxDelay: .milliseconds(20), maxAttempts: 4),
                 sleeper: RecordingSleeper(), random: SeededRandomSource(seed: UInt64(counter) &+ 99)
             )
@@ -115,9 +116,9 @@ struct SyncFaultTests {
             var expectedNotes: [RecordID: [String: FieldValue]] = [:]
             var expectedTags: [String: [String: FieldValue]] = [:]
             for client in quiet {
-                #expect(try await LocalWrites.outboxCount(client.driver) == 0, "seed \(seed) client \(client.label): outbox not empty")
-                #expect(try await LocalWrites.all(client.driver, notes) == serverNotes, "seed \(seed) client \(client.label): notes differ")
-                #expect(try await LocalWrites.all(client.driver, tasks) == serverTasks, "seed \(seed) client \(client.label): tasks differ")
+                #expect(try await LocalWrites.outboxCount(client.store) == 0, "seed \(seed) client \(client.label): outbox not empty")
+                #expect(try await LocalWrites.all(client.store, notes) == serverNotes, "seed \(seed) client \(client.label): notes differ")
+                #expect(try await LocalWrites.all(client.store, tasks) == serverTasks, "seed \(seed) client \(client.label): tasks differ")
                 for (id, fields) in client.notes { expectedNotes[.string(id)] = fields }
                 for (tag, fields) in client.tasks { expectedTags[tag] = fields }
             }
@@ -173,16 +174,16 @@ struct SyncFaultTests {
             if own.isEmpty || roll < 0.4 {
                 let id = "\(client.label)-\(client.counter)"
                 let fields: [String: FieldValue] = ["v": value, "by": .string(client.label)]
-                try await LocalWrites.save(client.driver, notes, Record(id: .string(id), fields: fields))
+                try await LocalWrites.save(client.store, notes, Record(id: .string(id), fields: fields))
                 client.notes[id] = fields
             } else if roll < 0.85 {
                 let id = own[Int(random.next() % UInt64(own.count))]
                 let fields: [String: FieldValue] = ["v": value, "by": .string(client.label), "edited": true]
-                try await LocalWrites.save(client.driver, notes, Record(id: .string(id), fields: fields))
+                try await LocalWrites.save(client.store, notes, Record(id: .string(id), fields: fields))
                 client.notes[id] = fields
             } else {
                 let id = own[Int(random.next() % UInt64(own.count))]
-                try await LocalWrites.delete(client.driver, notes, .string(id))
+                try await LocalWrites.delete(client.store, notes, .string(id))
                 client.notes[id] = nil
             }
         } else {
@@ -191,18 +192,18 @@ struct SyncFaultTests {
             if own.isEmpty || roll < 0.4 {
                 let tag = "\(client.label)-\(client.counter)"
                 let fields: [String: FieldValue] = ["tag": .string(tag), "v": value]
-                _ = try await LocalWrites.insert(client.driver, tasks, fields)
+                _ = try await LocalWrites.insert(client.store, tasks, fields)
                 client.tasks[tag] = fields
             } else {
                 let tag = own[Int(random.next() % UInt64(own.count))]
-                let matches = try await client.driver.read { tx in try tx.query(Query(filter: Field("tag") == tag), in: tasks) }
+                let matches = try await client.store.read { tx in try tx.query(Query(filter: Field("tag") == tag), in: tasks) }
                 guard let local = matches.first else { return }
                 if roll < 0.85 {
                     let fields: [String: FieldValue] = ["tag": .string(tag), "v": value, "edited": true]
-                    for match in matches { try await LocalWrites.save(client.driver, tasks, Record(id: match.id, fields: fields)) }
+                    for match in matches { try await LocalWrites.save(client.store, tasks, Record(id: match.id, fields: fields)) }
                     client.tasks[tag] = fields
                 } else {
-                    for match in matches { try await LocalWrites.delete(client.driver, tasks, match.id) }
+                    for match in matches { try await LocalWrites.delete(client.store, tasks, match.id) }
                     _ = local
                     client.tasks[tag] = nil
                 }

@@ -42,6 +42,7 @@ struct SyncKillTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let serverDriver = MemoryDriver()
+        let serverStore = try await Store(driver: serverDriver)
         let perClient = Int64(max(1, Self.operations / 2))
         let clients = [
             KillClient(label: "A", store: "sqlite:\(directory)/a.sqlite", seed: seed, writes: perClient),
@@ -51,7 +52,7 @@ struct SyncKillTests {
         var servers: [DepotServer] = []
         do {
             for client in clients {
-                let server = DepotServer(driver: serverDriver, configuration: .init(faults: client.wire.faults))
+                let server = DepotServer(store: serverStore, configuration: .init(faults: client.wire.faults))
                 servers.append(server)
                 client.url = "http://127.0.0.1:\(try await server.start())"
             }
@@ -76,7 +77,7 @@ struct SyncKillTests {
             let driver = try await SQLiteDriver(StoreLocation(client.store))
             let localNotes = try await Self.byID(LocalWrites.all(driver, notes))
             let localTasks = try await Self.byID(LocalWrites.all(driver, tasks))
-            let outbox = try await LocalWrites.outboxCount(driver)
+            let outbox = try await driver.read { tx in try tx.count(.all, in: WireCollections.outbox) }
             try await driver.close()
             #expect(outbox == 0, "seed \(seed) client \(client.label): \(outbox) outbox entries left")
             #expect(localNotes == serverNotes, "seed \(seed) client \(client.label): notes differ from the server's")

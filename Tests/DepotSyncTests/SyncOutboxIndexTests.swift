@@ -34,7 +34,7 @@ import Testing
         // Attaching again (every app start does) declares it once.
         try await sync.attach(notes, to: endpoint)
         let schema = try await store.driver.read { tx in try tx.schema(of: WireCollections.outbox) }
-        #expect(schema?.indexes.filter { $0 == SyncCoordinator.outboxRecordIndex }.count == 1)
+        #expect(schema?.indexes.filter { $0 == Outbox.recordIndex }.count == 1)
 
         // Offline writes: two entries for record 7, one for each other record.
         let collection = store.collection(notes)
@@ -48,7 +48,7 @@ import Testing
         #expect(entries.count == 2)
         #expect(entries.allSatisfy { $0.fields["recordId"] == .int(7) && $0.fields["collection"] == "notes" })
         if backend != .memory {
-            #expect(plan.indexesUsed.contains(SyncCoordinator.outboxRecordIndex.name), "\(plan)")
+            #expect(plan.indexesUsed.contains(Outbox.recordIndex.name), "\(plan)")
         }
         try await store.close()
     }

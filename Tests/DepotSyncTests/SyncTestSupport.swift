@@ -6,40 +6,37 @@ import DepotWire
 import Foundation
 import Synchronization
 
-/// Local writes as the store will make them for an attached collection: the record and its
-/// outbox entry in one transaction (the lead's `Store` does this on main; until then tests do).
+/// Local writes as an app makes them: through the store, whose outbox recorder adds the
+/// entry for an attached collection in the same transaction.
 enum LocalWrites {
-    static func save(_ driver: any StorageDriver, _ collection: CollectionName, _ record: Record) async throws {
-        try await driver.write { tx in
-            try tx.save(record, into: collection)
-            try OutboxEntry.record(.upsert, collection: collection.rawValue, id: record.id, fields: record.fields, in: tx)
-        }
+    static func save(_ store: Store, _ collection: CollectionName, _ record: Record) async throws {
+        try await store.write { tx in try tx.save(record, into: collection) }
     }
 
-    static func insert(_ driver: any StorageDriver, _ collection: CollectionName, _ fields: [String: FieldValue]) async throws -> RecordID {
-        try await driver.write { tx in
-            let id = try tx.insert(fields: fields, into: collection)
-            try OutboxEntry.record(.upsert, collection: collection.rawValue, id: id, fields: fields, in: tx)
-            return id
-        }
+    static func insert(_ store: Store, _ collection: CollectionName, _ fields: [String: FieldValue]) async throws -> RecordID {
+        try await store.write { tx in try tx.insert(fields: fields, into: collection) }
     }
 
-    static func delete(_ driver: any StorageDriver, _ collection: CollectionName, _ id: RecordID) async throws {
-        try await driver.write { tx in
-            if try tx.delete(id, from: collection) {
-                try OutboxEntry.record(.delete, collection: collection.rawValue, id: id, fields: nil, in: tx)
-            }
-        }
+    static func delete(_ store: Store, _ collection: CollectionName, _ id: RecordID) async throws {
+        try await store.write { tx in _ = try tx.delete(id, from: collection) }
     }
 
+    static func all(_ store: Store, _ collection: CollectionName) async throws -> [Record] {
+        try await store.read { tx in try tx.query(Query(), in: collection) }
+    }
+
+    /// A server's records, read from its driver.
     static func all(_ driver: any StorageDriver, _ collection: CollectionName) async throws -> [Record] {
         try await driver.read { tx in try tx.query(Query(), in: collection) }
     }
 
-    static func outboxCount(_ driver: any StorageDriver) async throws -> Int {
-        try await driver.read { tx in try tx.count(.all, in: WireCollections.outbox) }
+    static func outboxCount(_ store: Store) async throws -> Int {
+        try await store.read { tx in try tx.count(.all, in: WireCollections.outbox) }
     }
 }
+
+/// A client's store over a fresh memory driver.
+func clientStore() async throws -> Store { try await Store(driver: MemoryDriver()) }
 
 /// A sleeper that records the waits and returns at once.
 final class RecordingSleeper: SyncSleeper {
@@ -103,9 +100,10 @@ struct ScriptedTransport: HTTPTransport {
 }
 
 /// Runs `body` with a DepotServer on loopback (optionally with injected faults) and stops it.
+/// `body` also gets the server store's driver, for writes made behind the server's back.
 func withSyncServer(faults: ServerFaults? = nil, _ body: (DepotServer, MemoryDriver, URL) async throws -> Void) async throws {
     let driver = MemoryDriver()
-    let server = DepotServer(driver: driver, configuration: .init(faults: faults))
+    let server = DepotServer(store: try await Store(driver: driver), configuration: .init(faults: faults))
     let port = try await server.start()
     guard let url = URL(string: "http://127.0.0.1:\(port)") else { throw DepotError(.internal, "url") }
     do {
