@@ -104,7 +104,7 @@ public struct ConformanceFailure: Error, Sendable, CustomStringConvertible {
 /// and through a ``Store`` on the driver: `codec`, `events` (change events, observed
 /// queries, the read cache), `migrations` and `upsert`.
 ///
-/// Expected answers are written out by hand from DESIGN §3–§5, never computed with
+/// Expected answers are written out by hand from Docs/Semantics.md, never computed with
 /// ``QueryEvaluator`` (except by the differential checks, whose reference is a second driver).
 /// A check that needs a capability declares it; a driver without it gets
 /// ``ConformanceOutcome/notSupported(_:)``, which a test should report as a known issue.

@@ -1,4 +1,5 @@
-/// A condition on records, evaluated with the semantics of DESIGN §4 on every backend.
+/// A condition on records, evaluated with the same semantics on every backend
+/// (Docs/Semantics.md, "Queries").
 ///
 /// Field names are top-level fields; the name `id` means the record id. Build filters
 /// with the operators on ``Field``:

@@ -1,4 +1,5 @@
-/// The shared in-memory query engine: the reference semantics of DESIGN §4.
+/// The shared in-memory query engine: the reference semantics of
+/// Docs/Semantics.md, "Queries".
 ///
 /// Drivers without a query engine (GDBM, JSON files, memory) answer queries with it, and
 /// drivers with an engine must give exactly what it gives. All functions are pure.
