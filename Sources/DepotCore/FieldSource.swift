@@ -32,8 +32,11 @@ public final class RecordFieldSource: FieldSource {
     /// A source over `record`.
     public init(_ record: Record) { self.record = record }
 
+    /// The record's id.
     public var recordID: RecordID { record.id }
+    /// The field's value, `nil` when the record does not have it.
     public func value(forField name: String) -> FieldValue? { record.fields[name] }
+    /// The record's field names, in no particular order.
     public func fieldNames() -> [String] { Array(record.fields.keys) }
 }
 
