@@ -48,7 +48,7 @@ extension FieldValue: Hashable {
         }
     }
 
-    /// Hashes consistently with ``==(_:_:)``: by kind, then exact value.
+    /// Hashes consistently with `==`: by kind, then exact value.
     public func hash(into hasher: inout Hasher) {
         switch self {
         case .null: hasher.combine(0)

@@ -128,8 +128,10 @@ public struct Repository<M: Model>: Sendable {
 
 extension Store {
     /// The repository for `M`, preparing its collection (constraints, indexes) first.
-    /// - Parameter cacheCapacity: keep up to this many models by id in a read cache that
-    ///   every commit of this store invalidates before it returns; `0` for none.
+    /// - Parameters:
+    ///   - type: the model type whose collection the repository reads and writes.
+    ///   - cacheCapacity: keep up to this many models by id in a read cache that every commit
+    ///     of this store invalidates before it returns; `0` for none.
     /// - Throws: `.invalidName`, `.schemaMismatch`, `.uniqueViolation` (existing data breaks a new constraint).
     public func repository<M: Model>(_ type: M.Type, cacheCapacity: Int = 0) async throws -> Repository<M> {
         let schema = try M.schema()
