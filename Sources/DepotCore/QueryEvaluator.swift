@@ -48,7 +48,7 @@ public enum QueryEvaluator {
 
     /// Query equality: numbers by exact value across int and double, strings by bytes,
     /// bools only with bools, null with null (missing is null), arrays and objects by exact
-    /// structure (``FieldValue/==``).
+    /// structure (``FieldValue/==(_:_:)``).
     public static func equals(_ value: FieldValue, _ operand: FieldValue) -> Bool {
         switch (value, operand) {
         case (.null, .null): return true
