@@ -159,13 +159,10 @@ struct Tour {
         }
     }
 
-    // MARK: 3. Network (placeholder)
+    // MARK: 3. Network
 
     /// Step 3 of the tour: DepotServer on loopback and a second store synced through it,
     /// with offline edits waiting in the outbox.
-    ///
-    /// LEAD: wire DepotServer + SyncCoordinator here after merging their branches. Until then
-    /// this step says it is not in this build and the tour goes on.
     func tourNetworkStep() async throws {
         heading("3. Serving and syncing", underline: "-")
         let serverStore = try await Store.open(storeString(defaultScheme, "served"))

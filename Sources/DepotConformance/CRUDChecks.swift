@@ -1,6 +1,6 @@
 import DepotCore
 
-/// Insert, update, save, delete: what each does and reports (DESIGN §5).
+/// Insert, update, save, delete: what each does and reports (Docs/Semantics.md, "Writes").
 enum CRUDChecks {
     static let all: [ConformanceCheck] = [
         .driver("crud.insertThenGet") { driver, expect in

@@ -26,8 +26,11 @@ public final class ChildProcess: @unchecked Sendable {
     // is guarded by `lock`.
     /// How a child ended.
     public enum Status: Equatable, Sendable, CustomStringConvertible {
+        /// The child called `exit` (or returned from `main`) with this status.
         case exited(Int32)
+        /// The child was ended by this signal (for example 9 for SIGKILL).
         case signalled(Int32)
+        /// `exit N` or `signal N`, for test messages.
         public var description: String {
             switch self {
             case .exited(let code): "exit \(code)"
@@ -38,13 +41,19 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// What a finished child printed and how it ended.
     public struct Result: Sendable {
+        /// How the child ended.
         public var status: Status
+        /// Everything the child wrote to its standard output.
         public var standardOutput: Data
+        /// Everything the child wrote to its standard error.
         public var standardError: Data
+        /// The standard output as UTF-8 text (invalid bytes replaced).
         public var outputText: String { String(decoding: standardOutput, as: UTF8.self) }
+        /// The standard error as UTF-8 text (invalid bytes replaced).
         public var errorText: String { String(decoding: standardError, as: UTF8.self) }
     }
 
+    /// The child's process id, for sending it signals.
     public let pid: pid_t
     private let stdoutCollector: DescriptorCollector
     private let stderrCollector: DescriptorCollector

@@ -3,7 +3,7 @@ import Foundation
 
 /// Codable models through a ``Store`` on the driver under test: every type of the mapping
 /// table (Docs/TypeMapping.md) comes back `==`, and the stored record is exactly what the
-/// codec wrote (DESIGN §3).
+/// codec wrote (Docs/Semantics.md, "Field values").
 enum CodecChecks {
     enum Color: String, Codable, Sendable, Equatable { case red, green }
     enum Level: Int, Codable, Sendable, Equatable { case low = 1, high = 9 }

@@ -1,6 +1,6 @@
 import DepotCore
 
-/// Many tasks reading and writing one store at once (DESIGN §8).
+/// Many tasks reading and writing one store at once (Docs/Semantics.md, "Transactions").
 enum ConcurrencyChecks {
     static let all: [ConformanceCheck] = [
         .driver("concurrency.manyTasksWrite") { driver, expect in

@@ -11,9 +11,12 @@ import Foundation
 /// let factory = DriverFactory(name: "sqlite") { dir in try SQLiteDriver(path: dir + "/store.db") }
 /// ```
 public struct DriverFactory: Sendable {
+    /// The driver's name, shown in failure messages.
     public let name: String
+    /// Opens, or reopens, the store kept in `directory`.
     public let open: @Sendable (_ directory: String) async throws -> any StorageDriver
 
+    /// A factory named `name` whose `open` makes a driver for the store in the given directory.
     public init(name: String, open: @escaping @Sendable (_ directory: String) async throws -> any StorageDriver) {
         self.name = name
         self.open = open
@@ -28,6 +31,9 @@ public struct ConformanceCheck: Sendable {
     public let requires: DriverCapabilities
     let body: @Sendable (ConformanceContext) async throws -> Void
 
+    /// A check named `area.checkName` that runs only on drivers declaring `requires`.
+    /// - Parameter body: the check; it throws ``ConformanceFailure`` when the driver breaks the
+    ///   contract.
     public init(_ name: String, requires: DriverCapabilities = [], _ body: @escaping @Sendable (ConformanceContext) async throws -> Void) {
         self.name = name
         self.requires = requires
@@ -39,7 +45,9 @@ public struct ConformanceCheck: Sendable {
 /// The runner closes every driver a check opened through the context, and removes the directory.
 public final class ConformanceContext: @unchecked Sendable {
     // @unchecked: `opened` and `first` are guarded by `lock`; the rest is immutable.
+    /// The factory of the driver under test.
     public let factory: DriverFactory
+    /// The check's own empty scratch directory, removed when the check ends.
     public let directory: String
     private let lock = NSLock()
     private var opened: [any StorageDriver] = []
@@ -78,6 +86,7 @@ public final class ConformanceContext: @unchecked Sendable {
 
 /// The result of running one check.
 public enum ConformanceOutcome: Sendable, Equatable {
+    /// The check ran and the driver met every expectation.
     case passed
     /// The driver does not declare these capabilities; the check did not run.
     case notSupported(DriverCapabilities)
@@ -85,10 +94,15 @@ public enum ConformanceOutcome: Sendable, Equatable {
 
 /// A check failed: says what was expected and what the driver did.
 public struct ConformanceFailure: Error, Sendable, CustomStringConvertible {
+    /// The name of the check that failed.
     public let check: String
+    /// What was expected and what the driver did instead.
     public let message: String
+    /// The source file of the failed expectation.
     public let file: String
+    /// The line of the failed expectation.
     public let line: Int
+    /// The check, the message and the source location on one line.
     public var description: String { "\(check): \(message) (\(file):\(line))" }
 }
 
@@ -104,7 +118,7 @@ public struct ConformanceFailure: Error, Sendable, CustomStringConvertible {
 /// and through a ``Store`` on the driver: `codec`, `events` (change events, observed
 /// queries, the read cache), `migrations` and `upsert`.
 ///
-/// Expected answers are written out by hand from DESIGN §3–§5, never computed with
+/// Expected answers are written out by hand from Docs/Semantics.md, never computed with
 /// ``QueryEvaluator`` (except by the differential checks, whose reference is a second driver).
 /// A check that needs a capability declares it; a driver without it gets
 /// ``ConformanceOutcome/notSupported(_:)``, which a test should report as a known issue.
@@ -162,6 +176,7 @@ public enum Conformance {
 
 /// Thrown inside `withKnownIssue` to make an unsupported check visible in a test report.
 public struct ConformanceNotRun: Error, Sendable {
+    /// Makes the marker error.
     public init() {}
 }
 

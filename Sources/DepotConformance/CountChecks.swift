@@ -1,6 +1,6 @@
 import DepotCore
 
-/// `count` and `exists` (DESIGN §4).
+/// `count` and `exists` (Docs/Semantics.md, "Counts").
 enum CountChecks {
     static let all: [ConformanceCheck] = [
         .driver("count.emptyAndMissingCollections") { driver, expect in

@@ -20,6 +20,7 @@ public struct CrashTrialReport: Sendable, CustomStringConvertible {
     /// The last transaction number found after the final trial.
     public var finalTransaction: Int64 = 0
 
+    /// A one-line summary of the trials, for test output.
     public var description: String {
         "\(trials) kill trials, \(trialsWithCommits) with acknowledged commits, \(acknowledgedCommits) commits acknowledged, every one found after reopening; \(inFlightCommitsKept) in-flight commits kept whole, none partial; last transaction \(finalTransaction)"
     }

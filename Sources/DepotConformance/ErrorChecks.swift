@@ -1,7 +1,8 @@
 import DepotCore
 import Foundation
 
-/// Every error code a driver can raise, and closed drivers (DESIGN §9).
+/// Every error code a driver can raise, and closed drivers
+/// (Docs/Semantics.md, "Errors" and "Closed drivers").
 enum ErrorChecks {
     static let all: [ConformanceCheck] = [
         .driver("errors.alreadyExistsNamesRecord") { driver, expect in

@@ -1,7 +1,8 @@
 import DepotCore
 import Foundation
 
-/// Every filter operator with its null, number and string edge cases (DESIGN §4).
+/// Every filter operator with its null, number and string edge cases
+/// (Docs/Semantics.md, "Filter operators" and "Null and missing").
 ///
 /// Each check seeds a fixture, then verifies the ids the filter selects (derived by hand
 /// from the contract), `count`, `exists`, that `not(filter)` selects exactly the other

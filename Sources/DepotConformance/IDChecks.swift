@@ -1,6 +1,6 @@
 import DepotCore
 
-/// Record ids: integer and string, their order, store-assigned ids (DESIGN §3).
+/// Record ids: integer and string, their order, store-assigned ids (Docs/Semantics.md, "Ids").
 enum IDChecks {
     /// String ids a driver must keep exactly, hostile to file names, SQL and key encodings.
     static let awkwardStringIDs: [String] = [

@@ -1,6 +1,7 @@
 import DepotCore
 
-/// Versioned migrations through a ``Store`` on the driver under test (DESIGN §6).
+/// Versioned migrations through a ``Store`` on the driver under test
+/// (Docs/Semantics.md, "Migrations").
 enum MigrationChecks {
     static func seeded(_ driver: any StorageDriver) async throws -> Store {
         let store = try await Store(driver: driver)

@@ -1,7 +1,8 @@
 import DepotCore
 
 /// Collection and field names: hostile ones rejected before any driver sees them, awkward
-/// valid ones stored exactly and distinctly (DESIGN §3).
+/// valid ones stored exactly and distinctly (Docs/Semantics.md,
+/// "Stores and collections" and "Field values").
 enum NameChecks {
     /// Collection names that must be rejected with `.invalidName`.
     static let hostileCollectionNames: [String] = [

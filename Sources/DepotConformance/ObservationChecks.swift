@@ -2,7 +2,7 @@ import DepotCore
 import Foundation
 
 /// Change events, observed queries and the read cache, through a ``Store`` on the driver
-/// under test (DESIGN §7).
+/// under test (Docs/Semantics.md, "Change events").
 enum ObservationChecks {
     struct Task1: Model, Equatable {
         static let collectionName = "tasks"

@@ -1,7 +1,8 @@
 import DepotCore
 import Foundation
 
-/// What survives closing and reopening the store (DESIGN §3, §5).
+/// What survives closing and reopening the store
+/// (Docs/Semantics.md, "Durability" and "Closed drivers").
 enum PersistenceChecks {
     /// Closes `driver`, reopens the store through the context, and returns the new driver.
     static func reopen(_ driver: any StorageDriver, _ context: ConformanceContext) async throws -> any StorageDriver {

@@ -1,6 +1,7 @@
 import DepotCore
 
-/// `prepare`, `dropCollection`, `collectionNames`, schema evolution (DESIGN §3, §6).
+/// `prepare`, `dropCollection`, `collectionNames`, schema evolution (Docs/Semantics.md,
+/// "Stores and collections", "Unique constraints" and "Migrations").
 enum SchemaChecks {
     static let all: [ConformanceCheck] = [
         .driver("schema.prepareCreatesEmptyCollection") { driver, expect in

@@ -2,7 +2,7 @@ import DepotCore
 import Foundation
 
 /// Sorting and paging: multi-key, directions, mixed kinds, nulls, the id tie-breaker,
-/// offset and limit (DESIGN §4).
+/// offset and limit (Docs/Semantics.md, "Ordering" and "Paging").
 enum SortPagingChecks {
     /// Group and score, with ties and a missing group.
     static let scores: [Record] = [

@@ -1,6 +1,6 @@
 import DepotCore
 
-/// Streaming large results in order, early termination (DESIGN §4).
+/// Streaming large results in order, early termination (Docs/Semantics.md, "Streaming").
 enum StreamingChecks {
     static let large = 20_000
 

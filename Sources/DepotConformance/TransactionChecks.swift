@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 
 /// Write transactions: atomic across collections, rolled back on throw, reads see their own
-/// writes; read transactions see one snapshot (DESIGN §5).
+/// writes; read transactions see one snapshot (Docs/Semantics.md, "Transactions").
 enum TransactionChecks {
     static let all: [ConformanceCheck] = [
         .driver("tx.returnsClosureValue") { driver, expect in
@@ -154,8 +154,9 @@ enum TransactionChecks {
                 try await driver.read { tx -> [Int] in
                 let before = [try tx.count(.all, in: users), try tx.count(.equal("n", 1), in: users), try tx.count(.all, in: posts)]
                 signal.readerStarted()
-                // A driver may also make the writer wait for open readers (DESIGN §8 lets
-                // each driver choose); then the snapshot is trivially consistent.
+                // A driver may also make the writer wait for open readers (Docs/Semantics.md,
+                // "Transactions", lets each driver choose); then the snapshot is trivially
+                // consistent.
                 let committed = signal.waitForWriter(seconds: 1.5)
                 let after = [try tx.count(.all, in: users), try tx.count(.equal("n", 1), in: users), try tx.count(.all, in: posts),
                              try tx.get(1, from: users)?.fields["n"] == .int(1) ? 1 : 0, try tx.get(1, from: posts) != nil ? 1 : 0]

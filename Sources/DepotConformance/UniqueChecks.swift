@@ -1,7 +1,7 @@
 import DepotCore
 import Foundation
 
-/// Unique constraints over one or more fields (DESIGN §5).
+/// Unique constraints over one or more fields (Docs/Semantics.md, "Unique constraints").
 enum UniqueChecks {
     static func users(_ constraints: [UniqueConstraint], idKind: IDKind = .int) throws -> CollectionSchema {
         CollectionSchema(name: try Fixture.users, idKind: idKind, uniqueConstraints: constraints)

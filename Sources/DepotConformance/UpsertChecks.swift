@@ -1,6 +1,7 @@
 import DepotCore
 
-/// Upsert keyed by a unique field (save-or-update by natural key) through a ``Store`` (DESIGN §5).
+/// Upsert keyed by a unique field (save-or-update by natural key) through a ``Store``
+/// (Docs/Semantics.md, "Writes").
 enum UpsertChecks {
     struct Account: Model, Equatable {
         static let collectionName = "accounts"

@@ -1,7 +1,8 @@
 import DepotCore
 import Foundation
 
-/// Every field value kind comes back exactly (DESIGN §3): through `get`, a query and a stream.
+/// Every field value kind comes back exactly (Docs/Semantics.md, "Field values"): through
+/// `get`, a query and a stream.
 enum ValueChecks {
     /// Writes each value as field `v` of its own record (ids 1...), then reads every record
     /// back through `get`, a query and a stream, and compares exactly (`FieldValue ==`:

@@ -9,7 +9,9 @@
 /// let old = try await people.query(Query(filter: Field("born") < 1900))
 /// ```
 public struct Collection: Sendable {
+    /// The store the collection belongs to.
     public let store: Store
+    /// The collection's validated name.
     public let name: CollectionName
 
     init(store: Store, name: CollectionName) {
@@ -17,11 +19,15 @@ public struct Collection: Sendable {
         self.name = name
     }
 
+    /// The record with `id`, or `nil` when there is none (also when the collection does not exist).
     public func get(_ id: RecordID) async throws -> Record? {
         let name = self.name
         return try await store.read { tx in try tx.get(id, from: name) }
     }
 
+    /// Adds `record` in its own transaction, creating the collection if needed.
+    /// - Throws: `.alreadyExists` when the id is taken, `.uniqueViolation`, `.invalidName` or
+    ///   `.invalidValue` for a record that cannot be stored.
     public func insert(_ record: Record) async throws {
         let name = self.name
         try await store.write { tx in try tx.insert(record, into: name) }
@@ -33,11 +39,15 @@ public struct Collection: Sendable {
         return try await store.write { tx in try tx.insert(fields: fields, into: name) }
     }
 
+    /// Replaces all fields of an existing record.
+    /// - Throws: `.notFound` when there is no record with that id, `.uniqueViolation`.
     public func update(_ record: Record) async throws {
         let name = self.name
         try await store.write { tx in try tx.update(record, in: name) }
     }
 
+    /// Inserts `record`, or replaces the record with its id; returns which it did.
+    /// - Throws: `.uniqueViolation`, `.invalidName`, `.invalidValue`.
     @discardableResult
     public func save(_ record: Record) async throws -> WriteOutcome {
         let name = self.name
@@ -57,21 +67,27 @@ public struct Collection: Sendable {
         return try await store.write { tx in try tx.upsert(record, uniqueOn: constraint, into: name) }
     }
 
+    /// Deletes the record with `id`; `false` when there was none.
     @discardableResult
     public func delete(_ id: RecordID) async throws -> Bool {
         let name = self.name
         return try await store.write { tx in try tx.delete(id, from: name) }
     }
 
+    /// Deletes every record `filter` matches, in one transaction; returns how many.
+    /// - Throws: `.invalidQuery` for a malformed filter.
     @discardableResult
     public func delete(matching filter: Filter) async throws -> Int {
         let name = self.name
         return try await store.write { tx in try tx.delete(matching: filter, from: name) }
     }
 
+    /// Deletes every record, keeping the collection and its schema; returns how many.
     @discardableResult
     public func deleteAll() async throws -> Int { try await delete(matching: .all) }
 
+    /// The records `query` selects, in its order, read in one snapshot.
+    /// - Throws: `.invalidQuery` for a malformed query.
     public func query(_ query: Query = Query()) async throws -> [Record] {
         let name = self.name
         return try await store.read { tx in try tx.query(query, in: name) }
@@ -83,16 +99,20 @@ public struct Collection: Sendable {
         return store.driver.stream(query, from: name)
     }
 
+    /// The number of records `filter` matches; 0 for a collection that does not exist.
     public func count(_ filter: Filter = .all) async throws -> Int {
         let name = self.name
         return try await store.read { tx in try tx.count(filter, in: name) }
     }
 
+    /// `true` when at least one record matches `filter`.
     public func exists(_ filter: Filter) async throws -> Bool {
         let name = self.name
         return try await store.read { tx in try tx.exists(filter, in: name) }
     }
 
+    /// How the driver would run `query`: which parts run in its engine, and the indexes it uses.
+    /// - Throws: `.invalidQuery` for a malformed query.
     public func explain(_ query: Query) async throws -> QueryPlan {
         let name = self.name
         try query.validate()
@@ -111,6 +131,7 @@ public struct Collection: Sendable {
         try await store.write { tx in try tx.prepare(schema) }
     }
 
+    /// Removes the collection with its records and schema; `false` if it did not exist.
     @discardableResult
     public func drop() async throws -> Bool {
         let name = self.name

@@ -6,6 +6,8 @@
 public struct UniqueConstraint: Hashable, Sendable, Codable {
     /// The constraint's name, unique within its collection; a valid field-style name.
     public var name: String
+    /// The constrained top-level fields, in order; two records collide only when all of them are
+    /// non-null and equal.
     public var fields: [String]
 
     /// - Parameters:
@@ -19,7 +21,10 @@ public struct UniqueConstraint: Hashable, Sendable, Codable {
 
 /// A secondary index over one or more top-level fields, used by drivers that can.
 public struct IndexDefinition: Hashable, Sendable, Codable {
+    /// The index's name, unique among its collection's constraints and indexes; a valid
+    /// field-style name.
     public var name: String
+    /// The indexed top-level fields, in order.
     public var fields: [String]
 
     /// - Parameters:
@@ -38,11 +43,16 @@ public struct IndexDefinition: Hashable, Sendable, Codable {
 /// and drops those no longer listed. Fields need no declaration: any valid top-level field
 /// may appear in any record.
 public struct CollectionSchema: Hashable, Sendable {
+    /// The collection the schema describes.
     public var name: CollectionName
+    /// Whether the collection's ids are integers or strings; it cannot change once created.
     public var idKind: IDKind
+    /// The unique constraints the collection enforces.
     public var uniqueConstraints: [UniqueConstraint]
+    /// The secondary indexes drivers keep where they can; they never change query results.
     public var indexes: [IndexDefinition]
 
+    /// Describes a collection; no constraints or indexes unless given.
     public init(name: CollectionName, idKind: IDKind, uniqueConstraints: [UniqueConstraint] = [], indexes: [IndexDefinition] = []) {
         self.name = name
         self.idKind = idKind

@@ -22,6 +22,7 @@ public struct DepotError: Error, Sendable {
         public let name: String
         /// Makes a code. Third-party drivers may define their own codes with new names.
         public init(_ name: String) { self.name = name }
+        /// The code's name.
         public var description: String { name }
 
         /// No record with that id, or no such collection where one was required.
@@ -64,6 +65,7 @@ public struct DepotError: Error, Sendable {
         public static let `internal` = Code("internal")
     }
 
+    /// What kind of failure this is; compare it with the static codes (`error.code == .notFound`).
     public var code: Code
     /// A message safe to show to a user.
     public var message: String
@@ -78,6 +80,8 @@ public struct DepotError: Error, Sendable {
     /// Extra detail for debugging; never shown by `description`.
     public var detail: String?
 
+    /// Makes an error. Drivers fill in `collection`, `id` and `constraint` where they apply, keep
+    /// the native error as `cause`, and put anything unsafe to show (SQL, offsets) in `detail`.
     public init(
         _ code: Code, _ message: String, collection: String? = nil, id: RecordID? = nil,
         constraint: String? = nil, cause: (any Error & Sendable)? = nil, detail: String? = nil
@@ -93,8 +97,11 @@ public struct DepotError: Error, Sendable {
 }
 
 extension DepotError: CustomStringConvertible, CustomDebugStringConvertible {
+    /// The code and the user-safe message; never the detail or the cause.
     public var description: String { "\(code): \(message)" }
 
+    /// Everything: code, message, collection, id, constraint, detail and cause, for logs and
+    /// debugging.
     public var debugDescription: String {
         var text = "DepotError(\(code)): \(message)"
         if let collection { text += " [collection: \(collection)]" }

@@ -24,8 +24,11 @@ public protocol FieldSink: AnyObject {
 /// ``WriteTransaction/insert(_:into:)``, ``WriteTransaction/update(_:in:)`` or
 /// ``WriteTransaction/save(_:into:)``.
 public enum RecordWriteMode: Sendable, Hashable {
+    /// Add the record; `.alreadyExists` if its id is taken.
     case insert
+    /// Replace an existing record; `.notFound` if there is none.
     case update
+    /// Insert or replace.
     case save
 }
 
@@ -38,6 +41,7 @@ public final class DictionaryFieldSink: FieldSink {
     /// An empty sink.
     public init() {}
 
+    /// Stores `value` under `name`, or removes the field when `value` is `.null`.
     public func set(_ value: FieldValue, forField name: String) {
         if value.isNull {
             fields.removeValue(forKey: name)

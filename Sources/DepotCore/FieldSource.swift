@@ -3,7 +3,7 @@
 /// Decoding a model from a record costs two dictionary operations per field: the driver
 /// inserts each field into ``Record/fields`` and the decoder looks it up again. A driver
 /// that can read one field at a time from its own storage (the current row of a SQLite
-/// statement) offers a `FieldSource` instead, and ``RecordDecoder/decode(_:from:)-(_,any FieldSource)``
+/// statement) offers a `FieldSource` instead, and ``RecordDecoder/decode(_:from:)-(_,FieldSource)``
 /// asks it for exactly the fields the model declares, in the model's order.
 ///
 /// A source is valid only inside the closure it was passed to
@@ -32,8 +32,11 @@ public final class RecordFieldSource: FieldSource {
     /// A source over `record`.
     public init(_ record: Record) { self.record = record }
 
+    /// The record's id.
     public var recordID: RecordID { record.id }
+    /// The field's value, `nil` when the record does not have it.
     public func value(forField name: String) -> FieldValue? { record.fields[name] }
+    /// The record's field names, in no particular order.
     public func fieldNames() -> [String] { Array(record.fields.keys) }
 }
 

@@ -13,17 +13,27 @@ import Foundation
 /// let v: FieldValue = ["name": "Ada", "tags": ["x", "y"], "age": 36]
 /// ```
 public enum FieldValue: Sendable {
+    /// No value. At the top level of a record, null and a missing field are the same.
     case null
+    /// `true` or `false`; never equal to a number.
     case bool(Bool)
+    /// A 64-bit signed integer.
     case int(Int64)
+    /// A 64-bit floating-point number, stored bit for bit (`-0.0`, infinities); never NaN.
     case double(Double)
+    /// Text, compared and ordered by its UTF-8 bytes; NUL and any Unicode are kept as they are.
     case string(String)
+    /// Raw bytes of any length, ordered byte by byte.
     case bytes(Data)
+    /// An ordered list of values, which may nest.
     case array([FieldValue])
+    /// Named values; keys inside an object are free text.
     case object([String: FieldValue])
 }
 
 extension FieldValue: Hashable {
+    /// Exact structural equality: kinds must match (`.int(1) != .double(1.0)`), doubles compare
+    /// by bit pattern (`0.0 != -0.0`) and strings by their UTF-8 bytes.
     public static func == (lhs: FieldValue, rhs: FieldValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
@@ -38,6 +48,7 @@ extension FieldValue: Hashable {
         }
     }
 
+    /// Hashes consistently with `==`: by kind, then exact value.
     public func hash(into hasher: inout Hasher) {
         switch self {
         case .null: hasher.combine(0)
@@ -56,10 +67,13 @@ extension FieldValue {
     /// The kind of a value, in the order used when a sort key meets several kinds:
     /// null < bool < number < string < bytes < array < object.
     public enum Kind: Int, Sendable, Comparable, CustomStringConvertible {
+        /// The kinds, in the order a sort puts them; ints and doubles are both `number`.
         case null = 0, bool, number, string, bytes, array, object
 
+        /// Orders kinds as a sort key does: null < bool < number < string < bytes < array < object.
         public static func < (lhs: Kind, rhs: Kind) -> Bool { lhs.rawValue < rhs.rawValue }
 
+        /// The kind's name, as used in messages (`"number"`, `"string"`, …).
         public var description: String {
             switch self {
             case .null: "null"
@@ -89,8 +103,12 @@ extension FieldValue {
     /// `true` for `.null`.
     public var isNull: Bool { if case .null = self { true } else { false } }
 
+    /// The bool, or `nil` for any other kind.
     public var boolValue: Bool? { if case .bool(let b) = self { b } else { nil } }
+    /// The integer, or `nil` for any other kind (a double is not converted).
     public var intValue: Int64? { if case .int(let i) = self { i } else { nil } }
+    /// The number as a `Double`: a double as it is, an integer converted (rounding past 2^53);
+    /// `nil` for any other kind.
     public var doubleValue: Double? {
         switch self {
         case .double(let d): d
@@ -98,9 +116,13 @@ extension FieldValue {
         default: nil
         }
     }
+    /// The string, or `nil` for any other kind.
     public var stringValue: String? { if case .string(let s) = self { s } else { nil } }
+    /// The bytes, or `nil` for any other kind.
     public var bytesValue: Data? { if case .bytes(let d) = self { d } else { nil } }
+    /// The array's elements, or `nil` for any other kind.
     public var arrayValue: [FieldValue]? { if case .array(let a) = self { a } else { nil } }
+    /// The object's members, or `nil` for any other kind.
     public var objectValue: [String: FieldValue]? { if case .object(let o) = self { o } else { nil } }
 
     /// Checks that a value can be stored: no NaN anywhere (no backend keeps it exactly,
@@ -129,12 +151,19 @@ extension FieldValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, Expr
     ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral,
     ExpressibleByDictionaryLiteral
 {
+    /// `nil` is ``null``.
     public init(nilLiteral: ()) { self = .null }
+    /// A boolean literal is ``bool(_:)``.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// An integer literal is ``int(_:)``.
     public init(integerLiteral value: Int64) { self = .int(value) }
+    /// A floating-point literal is ``double(_:)``.
     public init(floatLiteral value: Double) { self = .double(value) }
+    /// A string literal is ``string(_:)``.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// An array literal is ``array(_:)``.
     public init(arrayLiteral elements: FieldValue...) { self = .array(elements) }
+    /// A dictionary literal is ``object(_:)``; a repeated key keeps its last value.
     public init(dictionaryLiteral elements: (String, FieldValue)...) {
         var object: [String: FieldValue] = [:]
         for (key, value) in elements { object[key] = value }
@@ -161,6 +190,8 @@ extension FieldValue: CustomStringConvertible {
 
 /// A type that converts to a ``FieldValue``, used where filters take Swift values.
 public protocol FieldValueConvertible {
+    /// The value as Depot stores it: for example a `Date` becomes seconds since 2001-01-01 and
+    /// a `UUID` its upper-case string.
     var fieldValue: FieldValue { get }
 }
 
@@ -175,6 +206,7 @@ extension Data: FieldValueConvertible { public var fieldValue: FieldValue { .byt
 extension UUID: FieldValueConvertible { public var fieldValue: FieldValue { .string(uuidString) } }
 extension Date: FieldValueConvertible { public var fieldValue: FieldValue { .double(timeIntervalSinceReferenceDate) } }
 extension Optional: FieldValueConvertible where Wrapped: FieldValueConvertible {
+    /// The wrapped value's field value, or ``FieldValue/null`` for `nil`.
     public var fieldValue: FieldValue { self?.fieldValue ?? .null }
 }
 

@@ -2,13 +2,16 @@
 /// id ever used. The shared building block of drivers that keep their data in memory
 /// (MemoryDriver, JSONFileDriver); pure values, no I/O.
 public struct InMemoryCollection: Sendable {
+    /// The collection's name, id kind, constraints and indexes.
     public var schema: CollectionSchema
+    /// Every record's fields by id; the source of truth the unique indexes are built from.
     public var records: [RecordID: [String: FieldValue]] = [:]
     /// Per unique constraint name: normalized key → owning id.
     public var uniqueIndexes: [String: [[FieldValue]: RecordID]] = [:]
     /// The highest integer id the collection has ever held (persisted in the metadata).
     public var lastAssignedID: Int64 = 0
 
+    /// An empty collection with `schema`'s constraints (and their empty indexes).
     public init(schema: CollectionSchema) {
         self.schema = schema
         for constraint in schema.uniqueConstraints { uniqueIndexes[constraint.name] = [:] }
@@ -32,6 +35,9 @@ public struct InMemoryCollection: Sendable {
         uniqueIndexes = indexes
     }
 
+    /// Checks that storing `record` would break no unique constraint; a record may keep its own
+    /// key.
+    /// - Throws: `.uniqueViolation` naming the first constraint another record already holds.
     public func checkUnique(_ record: Record) throws {
         for constraint in schema.uniqueConstraints {
             guard let key = constraint.key(for: record), let owner = uniqueIndexes[constraint.name]?[key], owner != record.id else { continue }
@@ -41,6 +47,8 @@ public struct InMemoryCollection: Sendable {
         }
     }
 
+    /// Stores `record` without checks, updating the unique indexes and ``lastAssignedID``; call
+    /// ``checkUnique(_:)`` first.
     public mutating func put(_ record: Record) {
         if let old = records[record.id] { removeKeys(Record(id: record.id, fields: old)) }
         records[record.id] = record.fields
@@ -108,6 +116,7 @@ public struct InMemoryCollection: Sendable {
         return outcome
     }
 
+    /// Removes the record with `id` and its unique keys; `false` if there was none.
     public mutating func remove(_ id: RecordID) -> Bool {
         guard let old = records.removeValue(forKey: id) else { return false }
         removeKeys(Record(id: id, fields: old))

@@ -15,9 +15,12 @@
 /// Each migration runs in one write transaction together with the new version number, so
 /// a half-run migration never remains. Adding a field to a model needs no migration.
 public struct Migration: Sendable {
+    /// The schema version the store is at once this migration has run; versions must be unique.
     public var version: Int
+    /// The steps, run in order inside one write transaction.
     public var steps: [MigrationStep]
 
+    /// A migration to `version` made of `steps`.
     public init(version: Int, _ steps: [MigrationStep]) {
         self.version = version
         self.steps = steps
@@ -32,9 +35,14 @@ public enum MigrationStep: Sendable {
     case renameField(String, from: String, to: String)
     /// Removes `field` from every record.
     case removeField(String, String)
+    /// Adds (or replaces, by name) a secondary index on the collection.
     case addIndex(String, IndexDefinition)
+    /// Removes the index with that name.
     case removeIndex(String, name: String)
+    /// Adds (or replaces, by name) a unique constraint; fails with `.uniqueViolation` when
+    /// existing records break it.
     case addUnique(String, UniqueConstraint)
+    /// Removes the unique constraint with that name.
     case removeUnique(String, name: String)
     /// Rewrites every record of the collection; the closure may change fields (not the id).
     case transform(String, @Sendable (inout Record) throws -> Void)

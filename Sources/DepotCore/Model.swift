@@ -17,6 +17,7 @@ import Foundation
 /// The collection is named after the type unless ``collectionName`` says otherwise.
 /// Adding a property needs no migration; removing one leaves the old field in stored records.
 public protocol Model: Codable, Sendable {
+    /// The type of ``id``: `Int`, `Int64`, `String`, `UUID`, or an optional of one of them.
     associatedtype ID: ModelID
     /// The record id. An optional integer id that is `nil` asks the store to assign one.
     var id: ID { get }
@@ -29,8 +30,11 @@ public protocol Model: Codable, Sendable {
 }
 
 extension Model {
+    /// The type's name, for example `"Book"` for `struct Book`.
     public static var collectionName: String { String(describing: Self.self) }
+    /// No unique constraints.
     public static var uniqueConstraints: [UniqueConstraint] { [] }
+    /// No secondary indexes.
     public static var indexes: [IndexDefinition] { [] }
 
     /// The validated collection name. - Throws: `.invalidName`.
@@ -51,27 +55,37 @@ public protocol ModelID: Codable, Sendable {
 }
 
 extension Int: ModelID {
+    /// `Int` ids are stored as integer record ids.
     public static var idKind: IDKind { .int }
+    /// The integer as a record id.
     public var recordID: RecordID? { .int(Int64(self)) }
 }
 
 extension Int64: ModelID {
+    /// `Int64` ids are stored as integer record ids.
     public static var idKind: IDKind { .int }
+    /// The integer as a record id.
     public var recordID: RecordID? { .int(self) }
 }
 
 extension String: ModelID {
+    /// `String` ids are stored as string record ids.
     public static var idKind: IDKind { .string }
+    /// The string as a record id.
     public var recordID: RecordID? { .string(self) }
 }
 
 extension UUID: ModelID {
+    /// `UUID` ids are stored as string record ids.
     public static var idKind: IDKind { .string }
+    /// The UUID's upper-case string form as a record id.
     public var recordID: RecordID? { .string(uuidString) }
 }
 
 extension Optional: ModelID where Wrapped: ModelID {
+    /// The wrapped type's id kind.
     public static var idKind: IDKind { Wrapped.idKind }
+    /// The wrapped id, or `nil`, which asks the store to assign an integer id on insert.
     public var recordID: RecordID? { self?.recordID }
 }
 

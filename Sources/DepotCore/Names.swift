@@ -45,7 +45,9 @@ public struct CollectionName: Hashable, Sendable, Comparable, CustomStringConver
     /// `true` for Depot's own collections (`_depot_...`).
     public var isReserved: Bool { rawValue.hasPrefix("_") }
 
+    /// The name as text.
     public var description: String { rawValue }
+    /// Orders names by their text (ASCII order, so upper-case letters sort first).
     public static func < (lhs: CollectionName, rhs: CollectionName) -> Bool { lhs.rawValue < rhs.rawValue }
 
     static func isValidUserName(_ name: String) -> Bool {

@@ -1,4 +1,5 @@
-/// A condition on records, evaluated with the semantics of DESIGN §4 on every backend.
+/// A condition on records, evaluated with the same semantics on every backend
+/// (Docs/Semantics.md, "Queries").
 ///
 /// Field names are top-level fields; the name `id` means the record id. Build filters
 /// with the operators on ``Field``:
@@ -20,20 +21,38 @@
 public indirect enum Filter: Hashable, Sendable {
     /// Matches every record.
     case all
+    /// The field equals the value under query equality (`1 == 1.0`; `== .null` also matches a
+    /// missing field).
     case equal(String, FieldValue)
+    /// The field does not equal the value; null and missing fields match when the value is not null.
     case notEqual(String, FieldValue)
+    /// The field is less than the value, which must be of the same kind (never matches null).
     case less(String, FieldValue)
+    /// The field is less than or equal to the value, which must be of the same kind.
     case lessOrEqual(String, FieldValue)
+    /// The field is greater than the value, which must be of the same kind (never matches null).
     case greater(String, FieldValue)
+    /// The field is greater than or equal to the value, which must be of the same kind.
     case greaterOrEqual(String, FieldValue)
+    /// The field equals one of the values (a chain of ``equal(_:_:)`` joined by `or`).
     case isIn(String, [FieldValue])
+    /// The field equals none of the values (a chain of ``notEqual(_:_:)``); matches null and missing.
     case notIn(String, [FieldValue])
+    /// The field is null or missing.
     case isNull(String)
+    /// The field holds a value other than null.
     case isNotNull(String)
+    /// The field is a string starting with the given text, compared byte by byte (case-sensitive,
+    /// no wildcards).
     case hasPrefix(String, String)
+    /// The field is a string containing the given text, compared byte by byte (case-sensitive,
+    /// no wildcards).
     case contains(String, String)
+    /// Every filter matches; an empty list matches every record.
     case and([Filter])
+    /// At least one filter matches; an empty list matches nothing.
     case or([Filter])
+    /// The filter does not match (an exact complement: logic has two values, never unknown).
     case not(Filter)
 
     /// Every field name the filter reads.
@@ -71,6 +90,7 @@ public indirect enum Filter: Hashable, Sendable {
         }
     }
 
+    /// Both filters must match; nested `and`s are flattened and ``all`` is dropped.
     public static func && (lhs: Filter, rhs: Filter) -> Filter {
         switch (lhs, rhs) {
         case (.all, _): return rhs
@@ -82,6 +102,7 @@ public indirect enum Filter: Hashable, Sendable {
         }
     }
 
+    /// Either filter may match; nested `or`s are flattened into one list.
     public static func || (lhs: Filter, rhs: Filter) -> Filter {
         switch (lhs, rhs) {
         case let (.or(a), .or(b)): return .or(a + b)
@@ -91,6 +112,7 @@ public indirect enum Filter: Hashable, Sendable {
         }
     }
 
+    /// The opposite of `filter`: ``not(_:)``.
     public static prefix func ! (filter: Filter) -> Filter { .not(filter) }
 }
 
@@ -102,25 +124,45 @@ public indirect enum Filter: Hashable, Sendable {
 /// Field.id == 42
 /// ```
 public struct Field: Hashable, Sendable, ExpressibleByStringLiteral {
+    /// The top-level field name, or `id` for the record id.
     public let name: String
+    /// Names a top-level field (`"id"` for the record id). The name is checked when the query runs.
     public init(_ name: String) { self.name = name }
+    /// Names a field with a string literal: `let year: Field = "year"`.
     public init(stringLiteral value: String) { self.name = value }
     /// The record id.
     public static let id = Field("id")
 
+    /// Matches records whose field equals `rhs` under query equality (see ``Filter/equal(_:_:)``).
     public static func == (lhs: Field, rhs: some FieldValueConvertible) -> Filter { .equal(lhs.name, rhs.fieldValue) }
+    /// Matches records whose field does not equal `rhs`, null and missing included when `rhs` is
+    /// not null (see ``Filter/notEqual(_:_:)``).
     public static func != (lhs: Field, rhs: some FieldValueConvertible) -> Filter { .notEqual(lhs.name, rhs.fieldValue) }
+    /// Matches records whose field is a value of `rhs`'s kind less than `rhs`.
     public static func < (lhs: Field, rhs: some FieldValueConvertible) -> Filter { .less(lhs.name, rhs.fieldValue) }
+    /// Matches records whose field is a value of `rhs`'s kind less than or equal to `rhs`.
     public static func <= (lhs: Field, rhs: some FieldValueConvertible) -> Filter { .lessOrEqual(lhs.name, rhs.fieldValue) }
+    /// Matches records whose field is a value of `rhs`'s kind greater than `rhs`.
     public static func > (lhs: Field, rhs: some FieldValueConvertible) -> Filter { .greater(lhs.name, rhs.fieldValue) }
+    /// Matches records whose field is a value of `rhs`'s kind greater than or equal to `rhs`.
     public static func >= (lhs: Field, rhs: some FieldValueConvertible) -> Filter { .greaterOrEqual(lhs.name, rhs.fieldValue) }
+    /// Matches records whose field equals one of `values`.
     public func `in`(_ values: [any FieldValueConvertible]) -> Filter { .isIn(name, values.map(\.fieldValue)) }
+    /// Matches records whose field equals none of `values` (null and missing fields match).
     public func notIn(_ values: [any FieldValueConvertible]) -> Filter { .notIn(name, values.map(\.fieldValue)) }
+    /// Matches records where the field is null or missing.
     public var isNull: Filter { .isNull(name) }
+    /// Matches records where the field holds a non-null value.
     public var isNotNull: Filter { .isNotNull(name) }
+    /// Matches string fields that start with `prefix`, byte by byte and case-sensitive;
+    /// `%`, `_`, `*`, `?` and `[` are ordinary characters.
     public func hasPrefix(_ prefix: String) -> Filter { .hasPrefix(name, prefix) }
+    /// Matches string fields that contain `text`, byte by byte and case-sensitive;
+    /// `%`, `_`, `*`, `?` and `[` are ordinary characters.
     public func contains(_ text: String) -> Filter { .contains(name, text) }
+    /// A sort key on this field, smallest first (null and missing first).
     public var ascending: SortKey { SortKey(name) }
+    /// A sort key on this field, largest first (null and missing last).
     public var descending: SortKey { SortKey(name, descending: true) }
 }
 
@@ -130,8 +172,11 @@ public struct Field: Hashable, Sendable, ExpressibleByStringLiteral {
 /// kinds order null < bool < number < string < bytes < array < object (arrays and objects
 /// tie among themselves). The record id ascending is always the final tie-breaker.
 public struct SortKey: Hashable, Sendable {
+    /// The field to sort by: a top-level field name, or `id`.
     public var field: String
+    /// `true` to sort largest first.
     public var descending: Bool
+    /// Sorts by `field`, ascending unless `descending` is `true`.
     public init(_ field: String, descending: Bool = false) {
         self.field = field
         self.descending = descending
@@ -144,11 +189,16 @@ public struct SortKey: Hashable, Sendable {
 /// their UTF-8 bytes). Paging is deterministic on every backend because the id always
 /// breaks ties.
 public struct Query: Hashable, Sendable {
+    /// Which records match; ``Filter/all`` by default.
     public var filter: Filter
+    /// The sort keys, most significant first; the id ascending always breaks remaining ties.
     public var sort: [SortKey]
+    /// How many matching records to skip, after sorting; must not be negative.
     public var offset: Int
+    /// The most records to return after the offset; `nil` for no limit, never negative.
     public var limit: Int?
 
+    /// Makes a query; with the defaults it returns every record in id order.
     public init(filter: Filter = .all, sort: [SortKey] = [], offset: Int = 0, limit: Int? = nil) {
         self.filter = filter
         self.sort = sort
@@ -188,6 +238,7 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
     /// Engine-specific text: the SQL, the index lookups, the scan.
     public var detail: String
 
+    /// Describes how a driver ran (or would run) a query; drivers make these in `explain`.
     public init(backend: String, filterInEngine: Bool, sortInEngine: Bool, pagingInEngine: Bool, indexesUsed: [String] = [], detail: String = "") {
         self.backend = backend
         self.filterInEngine = filterInEngine
@@ -197,6 +248,7 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
         self.detail = detail
     }
 
+    /// One line naming the backend, where each part ran, the indexes used and the detail.
     public var description: String {
         func part(_ name: String, _ inEngine: Bool) -> String { "\(name) in \(inEngine ? "engine" : "memory")" }
         var text = "\(backend): " + [part("filter", filterInEngine), part("sort", sortInEngine), part("paging", pagingInEngine)].joined(separator: ", ")

@@ -1,4 +1,5 @@
-/// The shared in-memory query engine: the reference semantics of DESIGN §4.
+/// The shared in-memory query engine: the reference semantics of
+/// Docs/Semantics.md, "Queries".
 ///
 /// Drivers without a query engine (GDBM, JSON files, memory) answer queries with it, and
 /// drivers with an engine must give exactly what it gives. All functions are pure.
@@ -47,7 +48,7 @@ public enum QueryEvaluator {
 
     /// Query equality: numbers by exact value across int and double, strings by bytes,
     /// bools only with bools, null with null (missing is null), arrays and objects by exact
-    /// structure (``FieldValue/==``).
+    /// structure (``FieldValue/==(_:_:)``).
     public static func equals(_ value: FieldValue, _ operand: FieldValue) -> Bool {
         switch (value, operand) {
         case (.null, .null): return true

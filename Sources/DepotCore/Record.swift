@@ -3,9 +3,12 @@
 /// Ids order integers numerically, then strings by their UTF-8 bytes; integers come
 /// before strings if a collection ever holds both.
 public enum RecordID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// An integer id; integer ids order numerically.
     case int(Int64)
+    /// A string id of 1 to 512 UTF-8 bytes without NUL; string ids order by their bytes.
     case string(String)
 
+    /// Integers numerically, strings by their UTF-8 bytes, and every integer before every string.
     public static func < (lhs: RecordID, rhs: RecordID) -> Bool {
         switch (lhs, rhs) {
         case let (.int(a), .int(b)): return a < b
@@ -15,6 +18,8 @@ public enum RecordID: Hashable, Sendable, Comparable, CustomStringConvertible {
         }
     }
 
+    /// Ids are equal when they have the same kind and value; strings compare byte for byte (no
+    /// Unicode normalization).
     public static func == (lhs: RecordID, rhs: RecordID) -> Bool {
         switch (lhs, rhs) {
         case let (.int(a), .int(b)): return a == b
@@ -23,6 +28,7 @@ public enum RecordID: Hashable, Sendable, Comparable, CustomStringConvertible {
         }
     }
 
+    /// Hashes by kind and exact value, consistently with ``==(_:_:)``.
     public func hash(into hasher: inout Hasher) {
         switch self {
         case .int(let i): hasher.combine(0); hasher.combine(i)
@@ -55,6 +61,7 @@ public enum RecordID: Hashable, Sendable, Comparable, CustomStringConvertible {
         }
     }
 
+    /// The integer, or the string quoted and shortened for messages.
     public var description: String {
         switch self {
         case .int(let i): String(i)
@@ -75,13 +82,17 @@ public enum RecordID: Hashable, Sendable, Comparable, CustomStringConvertible {
 }
 
 extension RecordID: ExpressibleByIntegerLiteral, ExpressibleByStringLiteral {
+    /// An integer literal is an ``int(_:)`` id.
     public init(integerLiteral value: Int64) { self = .int(value) }
+    /// A string literal is a ``string(_:)`` id.
     public init(stringLiteral value: String) { self = .string(value) }
 }
 
 /// Which kind of id a collection uses.
 public enum IDKind: String, Sendable, Hashable, Codable {
+    /// 64-bit integer ids; the store can assign them.
     case int
+    /// String ids (UUIDs travel as strings).
     case string
 }
 
@@ -90,9 +101,12 @@ public enum IDKind: String, Sendable, Hashable, Codable {
 /// A field that is absent and a field that is `.null` are the same to queries; drivers
 /// keep the difference when they can but need not.
 public struct Record: Hashable, Sendable, CustomStringConvertible {
+    /// The record's id, unique in its collection.
     public var id: RecordID
+    /// The top-level fields by name; the id is not among them.
     public var fields: [String: FieldValue]
 
+    /// Makes a record from an id and its fields.
     public init(id: RecordID, fields: [String: FieldValue] = [:]) {
         self.id = id
         self.fields = fields
@@ -113,6 +127,7 @@ public struct Record: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The id and the fields as JSON-like text, for messages and debugging.
     public var description: String { "Record(\(id), \(FieldValue.object(fields)))" }
 }
 

@@ -10,6 +10,7 @@ import Foundation
 /// A top-level optional distinguishes absent (`nil`) from null (`.some(nil)` for a
 /// double optional); deeper optional nesting collapses to `nil`.
 public struct RecordDecoder: Sendable {
+    /// A decoder; it holds no state, so one can be shared.
     public init() {}
 
     /// Decodes a value.

@@ -25,6 +25,7 @@ import Synchronization
 /// let value = try RecordEncoder().encode(user)   // .object(["id": 1, "name": "Ada"])
 /// ```
 public struct RecordEncoder: Sendable {
+    /// An encoder; it holds no state, so one can be shared.
     public init() {}
 
     /// Encodes a value to a field value.

@@ -14,6 +14,7 @@ import Foundation
 ///
 /// Ending the loop early (or cancelling the task) stops the producer at its next `send`.
 public struct RecordStream: AsyncSequence, Sendable {
+    /// Each element is one query result.
     public typealias Element = Record
 
     private enum Source: Sendable {
@@ -56,6 +57,8 @@ public struct RecordStream: AsyncSequence, Sendable {
         }
     }
 
+    /// Begins iterating; a stream fed by a producer starts its producer here, not when the
+    /// stream is made.
     public func makeAsyncIterator() -> AsyncIterator {
         switch source {
         case .records(let records): return AsyncIterator(state: .records(records, 0))
@@ -65,6 +68,7 @@ public struct RecordStream: AsyncSequence, Sendable {
         }
     }
 
+    /// Iterates the stream's results in the query's order.
     public struct AsyncIterator: AsyncIteratorProtocol {
         enum State {
             case records([Record], Int)
@@ -75,6 +79,9 @@ public struct RecordStream: AsyncSequence, Sendable {
         }
         var state: State
 
+        /// The next result, or `nil` at the end.
+        /// - Throws: the error the stream failed with (for example the driver's, or
+        ///   `.invalidQuery`); after it, the stream ends.
         public mutating func next() async throws -> Record? {
             switch state {
             case .deferred(let load):

@@ -14,7 +14,9 @@ import Synchronization
 /// Each call is one transaction; group several with ``Store/write(excluding:_:)`` and
 /// ``StoreWriteTransaction/repository(_:)``.
 public struct Repository<M: Model>: Sendable {
+    /// The store the repository reads and writes.
     public let store: Store
+    /// The model's collection (``Model/collectionName``).
     public let collection: CollectionName
     let cache: ModelCache<M>?
 
@@ -24,14 +26,22 @@ public struct Repository<M: Model>: Sendable {
         self.cache = cache
     }
 
+    /// Inserts `model` in its own transaction and returns it as stored; a `nil` optional integer
+    /// id is replaced by the id the store assigned.
+    /// - Throws: `.alreadyExists`, `.uniqueViolation`, `.invalidValue`, `.encoding`.
     public func insert(_ model: M) async throws -> M {
         try await store.write { tx in try tx.repository(M.self).insert(model) }
     }
 
+    /// Replaces the stored model with the same id.
+    /// - Throws: `.notFound` when there is none, `.uniqueViolation`.
     public func update(_ model: M) async throws {
         try await store.write { tx in try tx.repository(M.self).update(model) }
     }
 
+    /// Inserts `model` or replaces the one with its id; returns which it did. A model without an
+    /// id is inserted under an assigned id.
+    /// - Throws: `.uniqueViolation`, `.invalidValue`, `.encoding`.
     @discardableResult
     public func save(_ model: M) async throws -> WriteOutcome {
         try await store.write { tx in try tx.repository(M.self).save(model) }
@@ -68,6 +78,7 @@ public struct Repository<M: Model>: Sendable {
     /// Every model, in id order.
     public func all() async throws -> [M] { try await query().all() }
 
+    /// The number of models `filter` matches.
     public func count(_ filter: Filter = .all) async throws -> Int { try await query().filter(filter).count() }
 
     /// Query by example: the fields set (non-nil) on `example`, except its id, must all match.
@@ -77,16 +88,19 @@ public struct Repository<M: Model>: Sendable {
         return try await query().filter(filter).all()
     }
 
+    /// Deletes the model with `id`; `false` when there was none (or `id` is `nil`).
     @discardableResult
     public func delete(id: M.ID) async throws -> Bool {
         try await store.write { tx in try tx.repository(M.self).delete(id: id) }
     }
 
+    /// Deletes every model `filter` matches; returns how many.
     @discardableResult
     public func delete(matching filter: Filter) async throws -> Int {
         try await store.write { tx in try tx.repository(M.self).delete(matching: filter) }
     }
 
+    /// Deletes every model of the collection; returns how many.
     @discardableResult
     public func deleteAll() async throws -> Int { try await delete(matching: .all) }
 
@@ -114,8 +128,10 @@ public struct Repository<M: Model>: Sendable {
 
 extension Store {
     /// The repository for `M`, preparing its collection (constraints, indexes) first.
-    /// - Parameter cacheCapacity: keep up to this many models by id in a read cache that
-    ///   every commit of this store invalidates before it returns; `0` for none.
+    /// - Parameters:
+    ///   - type: the model type whose collection the repository reads and writes.
+    ///   - cacheCapacity: keep up to this many models by id in a read cache that every commit
+    ///     of this store invalidates before it returns; `0` for none.
     /// - Throws: `.invalidName`, `.schemaMismatch`, `.uniqueViolation` (existing data breaks a new constraint).
     public func repository<M: Model>(_ type: M.Type, cacheCapacity: Int = 0) async throws -> Repository<M> {
         let schema = try M.schema()
@@ -136,7 +152,9 @@ extension Store {
 
 /// A query being built over a repository; every step returns a new value.
 public struct RepositoryQuery<M: Model>: Sendable {
+    /// The repository the query runs against.
     public let repository: Repository<M>
+    /// The query built so far.
     public var query: Query
 
     /// Adds a condition (ANDed with earlier ones).
@@ -153,36 +171,44 @@ public struct RepositoryQuery<M: Model>: Sendable {
         return copy
     }
 
+    /// Adds a sort key after the existing ones.
     public func sort(_ key: SortKey) -> RepositoryQuery {
         var copy = self
         copy.query.sort.append(key)
         return copy
     }
 
+    /// Skips the first `offset` results (replacing any earlier offset).
     public func offset(_ offset: Int) -> RepositoryQuery {
         var copy = self
         copy.query.offset = offset
         return copy
     }
 
+    /// Returns at most `limit` results (replacing any earlier limit).
     public func limit(_ limit: Int) -> RepositoryQuery {
         var copy = self
         copy.query.limit = limit
         return copy
     }
 
+    /// Runs the query and decodes every result.
+    /// - Throws: `.invalidQuery`, or `.decoding` naming the record that does not fit `M`.
     public func all() async throws -> [M] {
         let query = self.query, collection = repository.collection
         return try await repository.store.read { tx in try tx.models(M.self, query, in: collection) }
     }
 
+    /// The first result in the query's order, or `nil`.
     public func first() async throws -> M? { try await limit(1).all().first }
 
+    /// The number of models the filter matches (offset and limit are ignored).
     public func count() async throws -> Int {
         let filter = query.filter, collection = repository.collection
         return try await repository.store.read { tx in try tx.count(filter, in: collection) }
     }
 
+    /// `true` when at least one model matches the filter.
     public func exists() async throws -> Bool {
         let filter = query.filter, collection = repository.collection
         return try await repository.store.read { tx in try tx.exists(filter, in: collection) }
@@ -194,10 +220,12 @@ public struct RepositoryQuery<M: Model>: Sendable {
         return repository.store.driver.stream(query, from: repository.collection).map { try M.decode($0) }
     }
 
+    /// How the driver would run the query.
     public func explain() async throws -> QueryPlan {
         try await repository.store.collection(repository.collection).explain(query)
     }
 
+    /// Deletes every model the filter matches (offset, limit and sort are ignored); returns how many.
     public func delete() async throws -> Int { try await repository.delete(matching: query.filter) }
 }
 

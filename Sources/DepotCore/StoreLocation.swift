@@ -10,9 +10,11 @@
 /// location.path     // "/tmp/db.json"
 /// ```
 public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
+    /// The driver's name, lower-cased: the text before the first colon.
     public var scheme: String
     /// Everything between the scheme's colon and the `?`.
     public var path: String
+    /// The `key=value` options after the `?`, percent-decoded.
     public var options: [String: String]
 
     /// Parses a store string.
@@ -48,6 +50,7 @@ public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
         self.options = options
     }
 
+    /// Makes a location from its parts, without parsing.
     public init(scheme: String, path: String, options: [String: String] = [:]) {
         self.scheme = scheme
         self.path = path
@@ -136,6 +139,7 @@ public struct DriverRegistry: Sendable {
 
     private var factories: [String: Factory] = [:]
 
+    /// An empty registry; `DriverRegistry.standard` in the `Depot` module has every built-in driver.
     public init() {}
 
     /// Adds or replaces the factory for `scheme` (lowercase).

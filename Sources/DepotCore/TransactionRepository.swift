@@ -11,6 +11,7 @@
 /// ```
 public struct TransactionRepository<M: Model> {
     let transaction: StoreReadTransaction
+    /// The model's collection.
     public let collection: CollectionName
 
     private var writer: StoreWriteTransaction {
@@ -22,19 +23,24 @@ public struct TransactionRepository<M: Model> {
         }
     }
 
+    /// The model with `id` as this transaction sees it, or `nil` (also for a `nil` id).
+    /// - Throws: `.decoding` when the stored record does not fit `M`.
     public func find(id: M.ID) throws -> M? {
         guard let recordID = id.recordID else { return nil }
         return try transaction.model(M.self, id: recordID, in: collection)
     }
 
+    /// The models `query` selects, in its order.
     public func all(_ query: Query = Query()) throws -> [M] {
         try transaction.models(M.self, query, in: collection)
     }
 
+    /// The first model in id order that `filter` matches, or `nil`.
     public func first(_ filter: Filter = .all) throws -> M? {
         try transaction.models(M.self, Query(filter: filter, limit: 1), in: collection).first
     }
 
+    /// The number of models `filter` matches, including this transaction's own writes.
     public func count(_ filter: Filter = .all) throws -> Int { try transaction.count(filter, in: collection) }
 
     /// Inserts `model`; a `nil` optional integer id is assigned by the store.
@@ -92,12 +98,16 @@ public struct TransactionRepository<M: Model> {
         return try insert(model)
     }
 
+    /// Deletes the model with `id`; `false` when there was none.
+    /// - Throws: `.unsupported` inside a read transaction.
     @discardableResult
     public func delete(id: M.ID) throws -> Bool {
         guard let recordID = id.recordID else { return false }
         return try writer.delete(recordID, from: collection)
     }
 
+    /// Deletes every model `filter` matches; returns how many.
+    /// - Throws: `.unsupported` inside a read transaction, `.invalidQuery`.
     @discardableResult
     public func delete(matching filter: Filter) throws -> Int {
         try writer.delete(matching: filter, from: collection)

@@ -62,8 +62,9 @@ struct Everything: Codable, Equatable, Sendable {
         #expect(id == "e1")
         #expect(fields["optionalNil"] == nil)
         let viaRecord = try RecordDecoder().decode(Everything.self, from: Record(id: id ?? "", fields: fields))
-        // A record's top-level null is the same as absent (DESIGN §3), so `.some(nil)` at the
-        // top level of a record comes back as `nil`; everywhere else it is exact.
+        // A record's top-level null is the same as absent (Docs/Semantics.md, "Field
+        // values"), so `.some(nil)` at the top level of a record comes back as `nil`;
+        // everywhere else it is exact.
         var expected = original
         expected.doubleOptionalSomeNil = nil
         #expect(viaRecord == expected)
