@@ -98,7 +98,10 @@ enum ErrorChecks {
             let users = try Fixture.users
             try await driver.seed([Record(id: 1, fields: ["n": 1])], into: users)
             let plan = try await driver.read { tx in try tx.explain(Query(filter: .equal("n", 1), sort: [SortKey("n")], limit: 1), in: users) }
-            try expect.equal(plan.backend, driver.backendName, "backend named by the plan")
+            // A driver that keeps the default explain says the shared evaluator did it all.
+            if plan.backend != QueryPlan.evaluatorBackend {
+                try expect.equal(plan.backend, driver.backendName, "backend named by the plan")
+            }
             try expect.that(!plan.description.isEmpty, "the plan describes itself")
         },
         .driver("errors.storeUsableAfterEveryError") { driver, expect in

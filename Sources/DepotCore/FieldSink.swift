@@ -20,9 +20,8 @@ public protocol FieldSink: AnyObject {
     func set(_ value: FieldValue, forField name: String) throws
 }
 
-/// What ``WriteTransaction/write(_:into:_:)`` does with the record: the semantics of
-/// ``WriteTransaction/insert(_:into:)``, ``WriteTransaction/update(_:in:)`` or
-/// ``WriteTransaction/save(_:into:)``.
+/// What ``WriteTransaction/write(_:as:into:)`` and ``WriteTransaction/write(_:into:_:)``
+/// do with a record.
 public enum RecordWriteMode: Sendable, Hashable {
     /// Add the record; `.alreadyExists` if its id is taken.
     case insert
@@ -58,30 +57,12 @@ extension WriteTransaction {
     }
 
     /// Collects the fields `encode` writes in a ``DictionaryFieldSink`` and stores the
-    /// ``Record`` with ``WriteTransaction/insert(_:into:)``, ``WriteTransaction/update(_:in:)``
-    /// or ``WriteTransaction/save(_:into:)``: the fallback for drivers (and cases) without a
-    /// faster path.
+    /// ``Record`` with ``WriteTransaction/write(_:as:into:)``: the fallback for drivers (and
+    /// cases) without a faster path.
     /// - Throws: what `encode` throws, and the errors of the record method.
     public func writeRecord(_ mode: RecordWriteMode, into collection: CollectionName, _ encode: (any FieldSink) throws -> RecordID) throws -> WriteOutcome {
         let sink = DictionaryFieldSink()
         let id = try encode(sink)
         return try write(Record(id: id, fields: sink.fields), as: mode, into: collection)
-    }
-
-    /// Stores `record` with ``WriteTransaction/insert(_:into:)``, ``WriteTransaction/update(_:in:)``
-    /// or ``WriteTransaction/save(_:into:)``, as `mode` says.
-    /// - Throws: the errors of that method.
-    @discardableResult
-    public func write(_ record: Record, as mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
-        switch mode {
-        case .insert:
-            try insert(record, into: collection)
-            return .inserted
-        case .update:
-            try update(record, in: collection)
-            return .updated
-        case .save:
-            return try save(record, into: collection)
-        }
     }
 }

@@ -77,13 +77,28 @@ public struct InMemoryCollection: Sendable {
         return records.reduce(0) { $0 + (QueryEvaluator.matches(filter, Record(id: $1.key, fields: $1.value)) ? 1 : 0) }
     }
 
+    /// Stores `record` (without top-level nulls) as `mode` says: the semantics of
+    /// ``WriteTransaction/write(_:as:into:)`` for a collection held in memory.
+    /// - Throws: `.alreadyExists` (insert), `.notFound` (update), `.uniqueViolation`;
+    ///   nothing changes then.
+    @discardableResult
+    public mutating func write(_ record: Record, as mode: RecordWriteMode) throws -> WriteOutcome {
+        let exists = records[record.id] != nil
+        switch (mode, exists) {
+        case (.insert, true):
+            throw DepotError(.alreadyExists, "A record with id \(record.id) exists.", collection: schema.name.rawValue, id: record.id)
+        case (.update, false):
+            throw DepotError(.notFound, "No record with id \(record.id).", collection: schema.name.rawValue, id: record.id)
+        default:
+            try checkUnique(record)
+            put(record)
+            return exists ? .updated : .inserted
+        }
+    }
+
     /// Adds a record without top-level nulls. - Throws: `.alreadyExists`, `.uniqueViolation`; nothing changes then.
     public mutating func insert(_ record: Record) throws {
-        guard records[record.id] == nil else {
-            throw DepotError(.alreadyExists, "A record with id \(record.id) exists.", collection: schema.name.rawValue, id: record.id)
-        }
-        try checkUnique(record)
-        put(record)
+        try write(record, as: .insert)
     }
 
     /// Adds `fields` under the next integer id (above every id the collection has held) and returns it.
@@ -101,19 +116,12 @@ public struct InMemoryCollection: Sendable {
 
     /// Replaces an existing record. - Throws: `.notFound`, `.uniqueViolation`; nothing changes then.
     public mutating func update(_ record: Record) throws {
-        guard records[record.id] != nil else {
-            throw DepotError(.notFound, "No record with id \(record.id).", collection: schema.name.rawValue, id: record.id)
-        }
-        try checkUnique(record)
-        put(record)
+        try write(record, as: .update)
     }
 
     /// Inserts or replaces a record. - Throws: `.uniqueViolation`; nothing changes then.
     public mutating func save(_ record: Record) throws -> WriteOutcome {
-        let outcome: WriteOutcome = records[record.id] == nil ? .inserted : .updated
-        try checkUnique(record)
-        put(record)
-        return outcome
+        try write(record, as: .save)
     }
 
     /// Removes the record with `id` and its unique keys; `false` if there was none.

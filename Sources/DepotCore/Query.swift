@@ -238,6 +238,10 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
     /// Engine-specific text: the SQL, the index lookups, the scan.
     public var detail: String
 
+    /// The backend a plan names when the driver kept the default
+    /// ``ReadTransaction/explain(_:in:)``: the shared evaluator did everything.
+    public static let evaluatorBackend = "evaluator"
+
     /// Describes how a driver ran (or would run) a query; drivers make these in `explain`.
     public init(backend: String, filterInEngine: Bool, sortInEngine: Bool, pagingInEngine: Bool, indexesUsed: [String] = [], detail: String = "") {
         self.backend = backend

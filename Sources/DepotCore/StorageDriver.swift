@@ -5,6 +5,12 @@
 /// these few requirements, so a new backend is small. The contract, executable in
 /// `DepotConformance`, is written in Docs/ImplementingAStorageDriver.md.
 ///
+/// The *core* requirements are the ones without a default: five here, four in
+/// ``ReadTransaction`` and four in ``WriteTransaction``. They are all a driver must write to
+/// pass the conformance suite. The others have defaults built on the core ones and are
+/// there to be overridden where the engine does better (a count without decoding, a
+/// streamed query, a bulk delete, fields bound as they are encoded).
+///
 /// Transactions take synchronous closures that the driver runs where it chooses (its own
 /// thread for blocking engines), one writer at a time:
 ///
@@ -32,10 +38,13 @@ public protocol StorageDriver: AnyObject, Sendable {
     @discardableResult
     func write<T: Sendable>(_ body: @escaping @Sendable (any WriteTransaction) throws -> T) async throws -> T
 
-    /// Streams the results of `query` without holding them all in memory.
+    /// Streams the results of `query`. A driver with ``DriverCapabilities/streaming``
+    /// does it without holding them all in memory; the default reads them all in one read
+    /// transaction when iteration starts.
     func stream(_ query: Query, from collection: CollectionName) -> RecordStream
 
-    /// Checks the stored data; returns the problems found (empty when sound).
+    /// Checks the stored data; returns the problems found (empty when sound). The default
+    /// finds none: a driver with files to check overrides it.
     func integrityCheck() async throws -> [String]
 
     /// Releases files and threads. Later calls throw `.closed`. Closing twice is harmless.
@@ -44,7 +53,9 @@ public protocol StorageDriver: AnyObject, Sendable {
 
 /// Features a driver may or may not have.
 public struct DriverCapabilities: OptionSet, Hashable, Sendable, CustomStringConvertible {
+    /// The set's bits, one per capability.
     public let rawValue: Int
+    /// The capabilities whose bits `rawValue` has.
     public init(rawValue: Int) { self.rawValue = rawValue }
 
     /// Data survives closing and reopening the store.
@@ -71,6 +82,7 @@ public struct DriverCapabilities: OptionSet, Hashable, Sendable, CustomStringCon
         (.multiProcess, "multiProcess"),
     ]
 
+    /// The capabilities' names, comma-separated (`"persistence, transactions"`).
     public var description: String { DriverCapabilities.names.filter { contains($0.0) }.map(\.1).joined(separator: ", ") }
 }
 
@@ -103,10 +115,12 @@ public protocol ReadTransaction: AnyObject {
     /// The default implementation wraps ``get(_:from:)``.
     func withFields<T>(of id: RecordID, from collection: CollectionName, _ body: (any FieldSource) throws -> T) throws -> T?
 
-    /// The number of records matching `filter`, without decoding them where the engine can.
+    /// The number of records matching `filter`. The default counts what ``forEach(_:in:_:)``
+    /// finds; a driver overrides it to count without decoding records.
     func count(_ filter: Filter, in collection: CollectionName) throws -> Int
 
-    /// How the driver would run `query`.
+    /// How the driver would run `query`. The default describes what the defaults do: every
+    /// record read and filtered by the shared evaluator.
     func explain(_ query: Query, in collection: CollectionName) throws -> QueryPlan
 }
 
@@ -125,42 +139,46 @@ public protocol WriteTransaction: ReadTransaction {
     @discardableResult
     func dropCollection(_ collection: CollectionName) throws -> Bool
 
-    /// Adds a record. - Throws: `.alreadyExists`, `.uniqueViolation`, `.invalidValue` (id kind).
-    func insert(_ record: Record, into collection: CollectionName) throws
-
-    /// Adds a record under a new integer id, greater than every id the collection has had.
-    /// - Throws: `.invalidValue` if the collection uses string ids, `.uniqueViolation`.
-    func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID
-
-    /// Replaces a record's fields. - Throws: `.notFound`, `.uniqueViolation`.
-    func update(_ record: Record, in collection: CollectionName) throws
-
-    /// Inserts or replaces. - Throws: `.uniqueViolation`.
+    /// Stores `record` as `mode` says, the one write of a record every other write is made
+    /// of: `.insert` adds it (`.alreadyExists` when the id is taken), `.update` replaces an
+    /// existing record's fields (`.notFound` when there is none), `.save` does either and
+    /// reports which.
+    /// - Throws: those, `.uniqueViolation` naming the constraint, `.invalidValue` for an id
+    ///   of the other kind than the collection's.
     @discardableResult
-    func save(_ record: Record, into collection: CollectionName) throws -> WriteOutcome
+    func write(_ record: Record, as mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome
 
     /// Deletes by id; `false` if there was no such record.
     @discardableResult
     func delete(_ id: RecordID, from collection: CollectionName) throws -> Bool
 
-    /// Deletes every record matching `filter`; returns how many.
-    @discardableResult
-    func delete(matching filter: Filter, from collection: CollectionName) throws -> Int
+    /// Adds a record under a new integer id, greater than every id the collection has had
+    /// (``DriverCapabilities/assignedIDs``). The default throws `.unsupported`.
+    /// - Throws: `.invalidValue` if the collection uses string ids or no ids are left,
+    ///   `.uniqueViolation`.
+    func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID
+
+    /// Deletes every record matching `filter` and returns their ids, in id order. The
+    /// default finds them with ``ReadTransaction/forEach(_:in:_:)`` and deletes each; a
+    /// driver overrides it with one statement where it can.
+    /// - Throws: `.invalidQuery` for a filter that is not valid.
+    func deleteReturningIDs(matching filter: Filter, from collection: CollectionName) throws -> [RecordID]
 
     /// Inserts, updates or saves (as `mode` says) the one record whose fields `encode` hands
-    /// to a ``FieldSink`` and whose id it returns: the same result and errors as the record
-    /// method of that mode, without building the ``Record`` when the driver can place fields
+    /// to a ``FieldSink`` and whose id it returns: the same result and errors as
+    /// ``write(_:as:into:)``, without building the ``Record`` when the driver can place fields
     /// as they come. The default collects them in a dictionary (``writeRecord(_:into:_:)``).
     /// `encode` is called exactly once.
-    /// - Throws: what `encode` throws, and the errors of ``insert(_:into:)``,
-    ///   ``update(_:in:)`` or ``save(_:into:)``.
+    /// - Throws: what `encode` throws, and the errors of ``write(_:as:into:)``.
     @discardableResult
     func write(_ mode: RecordWriteMode, into collection: CollectionName, _ encode: (any FieldSink) throws -> RecordID) throws -> WriteOutcome
 }
 
 /// What a save did.
 public enum WriteOutcome: String, Sendable, Hashable {
+    /// The record was new.
     case inserted
+    /// A record with that id existed and was replaced.
     case updated
 }
 
@@ -187,13 +205,77 @@ extension ReadTransaction {
     }
 }
 
+extension StorageDriver {
+    /// The default stream: the query's results, read in one read transaction when
+    /// iteration starts (no ``DriverCapabilities/streaming``).
+    public func stream(_ query: Query, from collection: CollectionName) -> RecordStream {
+        do { try query.validate() } catch let error as DepotError { return RecordStream(failing: error) } catch {
+            return RecordStream(failing: DepotError.wrap(error))
+        }
+        return RecordStream(deferred: { [self] in try await self.read { tx in try tx.query(query, in: collection) } })
+    }
+
+    /// No problems, once a read transaction shows the driver is open: the default for a
+    /// driver with nothing of its own to check.
+    public func integrityCheck() async throws -> [String] {
+        try await read { _ in [String]() }
+    }
+}
+
+extension ReadTransaction {
+    /// The default count: what ``forEach(_:in:_:)`` finds.
+    public func count(_ filter: Filter, in collection: CollectionName) throws -> Int {
+        var n = 0
+        try forEach(Query(filter: filter), in: collection) { _ in n += 1; return true }
+        return n
+    }
+
+    /// The default plan: every record read and filtered by the shared evaluator.
+    public func explain(_ query: Query, in collection: CollectionName) throws -> QueryPlan {
+        try query.validate()
+        return QueryPlan(
+            backend: QueryPlan.evaluatorBackend, filterInEngine: false, sortInEngine: false, pagingInEngine: false,
+            detail: "every record of \(collection.rawValue) read, then filtered, sorted and paged by the shared evaluator"
+        )
+    }
+}
+
 extension WriteTransaction {
-    /// The default for ``WriteTransaction/delete(matching:from:)``: find the ids, delete each.
-    public func deleteEach(matching filter: Filter, from collection: CollectionName) throws -> Int {
+    /// Adds a record. - Throws: `.alreadyExists`, `.uniqueViolation`, `.invalidValue` (id kind).
+    public func insert(_ record: Record, into collection: CollectionName) throws {
+        try write(record, as: .insert, into: collection)
+    }
+
+    /// Replaces a record's fields. - Throws: `.notFound`, `.uniqueViolation`.
+    public func update(_ record: Record, in collection: CollectionName) throws {
+        try write(record, as: .update, into: collection)
+    }
+
+    /// Inserts or replaces. - Throws: `.uniqueViolation`.
+    @discardableResult
+    public func save(_ record: Record, into collection: CollectionName) throws -> WriteOutcome {
+        try write(record, as: .save, into: collection)
+    }
+
+    /// Deletes every record matching `filter`; returns how many.
+    /// - Throws: `.invalidQuery` for a filter that is not valid.
+    @discardableResult
+    public func delete(matching filter: Filter, from collection: CollectionName) throws -> Int {
+        try deleteReturningIDs(matching: filter, from: collection).count
+    }
+
+    /// Assigned ids are not supported: the default for drivers without
+    /// ``DriverCapabilities/assignedIDs``.
+    public func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID {
+        throw DepotError(.unsupported, "This driver does not assign ids; give each record one.", collection: collection.rawValue)
+    }
+
+    /// The default for ``WriteTransaction/deleteReturningIDs(matching:from:)``: find the ids,
+    /// delete each.
+    public func deleteReturningIDs(matching filter: Filter, from collection: CollectionName) throws -> [RecordID] {
+        try filter.validate()
         var ids: [RecordID] = []
         try forEach(Query(filter: filter), in: collection) { ids.append($0.id); return true }
-        var deleted = 0
-        for id in ids where try delete(id, from: collection) { deleted += 1 }
-        return deleted
+        return try ids.filter { try delete($0, from: collection) }
     }
 }

@@ -188,13 +188,19 @@ final class ChangeBox: @unchecked Sendable {
 
 /// One change made by a committed transaction.
 public struct ChangeEvent: Hashable, Sendable {
+    /// What happened to the record.
     public enum Kind: String, Sendable, Hashable {
+        /// It was added; `updated`: its fields were replaced; `deleted`: it was removed.
         case inserted, updated, deleted
     }
+    /// The collection changed.
     public var collection: CollectionName
+    /// What happened.
     public var kind: Kind
+    /// The record's id.
     public var id: RecordID
 
+    /// Describes one change.
     public init(collection: CollectionName, kind: Kind, id: RecordID) {
         self.collection = collection
         self.kind = kind
@@ -204,6 +210,7 @@ public struct ChangeEvent: Hashable, Sendable {
 
 /// The changes of one committed write transaction, in the order they were made.
 public struct ChangeBatch: Sendable, Hashable {
+    /// The changes, in the order the transaction made them.
     public var changes: [ChangeEvent]
     /// The collections the transaction changed.
     public var collections: Set<CollectionName> { Set(changes.map(\.collection)) }

@@ -14,11 +14,16 @@ public class StoreReadTransaction {
     /// The driver's own transaction, for what this wrapper does not offer.
     public var driverTransaction: any ReadTransaction { base }
 
+    /// The record with `id`, `nil` when there is none.
     public func get(_ id: RecordID, from collection: CollectionName) throws -> Record? { try base.get(id, from: collection) }
+    /// Every result of `query`, in order.
+    /// - Throws: `.invalidQuery`, driver errors.
     public func query(_ query: Query, in collection: CollectionName) throws -> [Record] {
         try query.validate()
         return try base.query(query, in: collection)
     }
+    /// Calls `body` with each result of `query` until it returns `false`.
+    /// - Throws: `.invalidQuery`, what `body` throws, driver errors.
     public func forEach(_ query: Query, in collection: CollectionName, _ body: (Record) throws -> Bool) throws {
         try query.validate()
         try base.forEach(query, in: collection, body)
@@ -47,15 +52,21 @@ public class StoreReadTransaction {
     public func model<M: Model>(_ type: M.Type, id: RecordID, in collection: CollectionName) throws -> M? {
         try base.withFields(of: id, from: collection) { try M.decode($0) }
     }
+    /// The number of records `filter` matches.
+    /// - Throws: `.invalidQuery`, driver errors.
     public func count(_ filter: Filter = .all, in collection: CollectionName) throws -> Int {
         try filter.validate()
         return try base.count(filter, in: collection)
     }
+    /// `true` when some record matches `filter`.
+    /// - Throws: `.invalidQuery`, driver errors.
     public func exists(_ filter: Filter, in collection: CollectionName) throws -> Bool {
         try filter.validate()
         return try base.exists(filter, in: collection)
     }
+    /// The collection's schema, `nil` when it does not exist.
     public func schema(of collection: CollectionName) throws -> CollectionSchema? { try base.schema(of: collection) }
+    /// Every collection's name, reserved ones included, sorted.
     public func collectionNames() throws -> [CollectionName] { try base.collectionNames() }
 
     /// Typed access to `M`'s collection inside this transaction.
@@ -110,9 +121,18 @@ public final class StoreWriteTransaction: StoreReadTransaction {
 
     /// Adds a record. - Throws: `.alreadyExists`, `.uniqueViolation`, `.invalidName`, `.invalidValue`.
     public func insert(_ record: Record, into collection: CollectionName) throws {
+        try write(record, as: .insert, into: collection)
+    }
+
+    /// Stores `record` as `mode` says (see ``WriteTransaction/write(_:as:into:)``): the one
+    /// path every record write of the store takes.
+    /// - Throws: the errors of that mode, `.invalidName`, `.invalidValue`.
+    @discardableResult
+    public func write(_ record: Record, as mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
         let record = try prepared(record, collection)
-        try writer.insert(record, into: collection)
-        try note(.inserted, record.id, collection, fields: record.fields)
+        let outcome = try writer.write(record, as: mode, into: collection)
+        try note(outcome == .inserted ? .inserted : .updated, record.id, collection, fields: record.fields)
+        return outcome
     }
 
     /// Adds a record under a new store-assigned integer id and returns it.
@@ -125,18 +145,13 @@ public final class StoreWriteTransaction: StoreReadTransaction {
 
     /// Replaces an existing record's fields. - Throws: `.notFound`, `.uniqueViolation`.
     public func update(_ record: Record, in collection: CollectionName) throws {
-        let record = try prepared(record, collection)
-        try writer.update(record, in: collection)
-        try note(.updated, record.id, collection, fields: record.fields)
+        try write(record, as: .update, into: collection)
     }
 
     /// Inserts or replaces a record.
     @discardableResult
     public func save(_ record: Record, into collection: CollectionName) throws -> WriteOutcome {
-        let record = try prepared(record, collection)
-        let outcome = try writer.save(record, into: collection)
-        try note(outcome == .inserted ? .inserted : .updated, record.id, collection, fields: record.fields)
-        return outcome
+        try write(record, as: .save, into: collection)
     }
 
     /// Inserts, updates or saves `model` (which has an id) by encoding its fields straight
@@ -178,20 +193,26 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     /// - Throws: `.notFound` when the collection has no such constraint.
     @discardableResult
     public func upsert(_ record: Record, uniqueOn constraint: String, into collection: CollectionName) throws -> (id: RecordID, outcome: WriteOutcome) {
-        let record = try prepared(record, collection)
+        if let existing = try recordHolding(record.fields, uniqueOn: constraint, in: collection) {
+            try update(Record(id: existing, fields: record.fields), in: collection)
+            return (existing, .updated)
+        }
+        return (record.id, try save(record, into: collection))
+    }
+
+    /// The upsert rule, written once for records and models: the id of the record whose
+    /// values for the unique constraint `constraint` equal those in `fields`, or `nil` when
+    /// there is none or when `fields` leaves one of them null (a constraint binds only
+    /// records with all its fields set).
+    /// - Throws: `.notFound` when the collection has no such constraint.
+    func recordHolding(_ fields: [String: FieldValue], uniqueOn constraint: String, in collection: CollectionName) throws -> RecordID? {
         guard let definition = try writer.schema(of: collection)?.uniqueConstraints.first(where: { $0.name == constraint }) else {
             throw DepotError(.notFound, "Collection '\(collection)' has no unique constraint '\(constraint)'.", collection: collection.rawValue, constraint: constraint)
         }
-        let filter = Filter.and(definition.fields.map { Filter.equal($0, record[$0]) })
-        if definition.fields.allSatisfy({ !record[$0].isNull }), let existing = try writer.first(Query(filter: filter), in: collection) {
-            let replacement = Record(id: existing.id, fields: record.fields)
-            try writer.update(replacement, in: collection)
-            try note(.updated, existing.id, collection, fields: replacement.fields)
-            return (existing.id, .updated)
-        }
-        let outcome = try writer.save(record, into: collection)
-        try note(outcome == .inserted ? .inserted : .updated, record.id, collection, fields: record.fields)
-        return (record.id, outcome)
+        let values = definition.fields.map { fields[$0] ?? .null }
+        guard !values.contains(where: \.isNull) else { return nil }
+        let filter = Filter.and(zip(definition.fields, values).map { Filter.equal($0, $1) })
+        return try writer.first(Query(filter: filter), in: collection)?.id
     }
 
     /// Deletes by id; `false` if there was none.
@@ -203,16 +224,16 @@ public final class StoreWriteTransaction: StoreReadTransaction {
         return deleted
     }
 
-    /// Deletes every record matching `filter`; returns how many.
+    /// Deletes every record matching `filter`; returns how many. The driver deletes them
+    /// in one step where it can (``WriteTransaction/deleteReturningIDs(matching:from:)``);
+    /// each is then a change event and reaches the observers.
     @discardableResult
     public func delete(matching filter: Filter, from collection: CollectionName) throws -> Int {
+        guard isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
         try filter.validate()
-        var ids: [RecordID] = []
-        try writer.forEach(Query(filter: filter), in: collection) { ids.append($0.id); return true }
-        if ids.isEmpty { return 0 }
-        var deleted = 0
-        for id in ids where try delete(id, from: collection) { deleted += 1 }
-        return deleted
+        let ids = try writer.deleteReturningIDs(matching: filter, from: collection)
+        for id in ids { try note(.deleted, id, collection, fields: nil) }
+        return ids.count
     }
 
     /// Creates a collection or makes its constraints and indexes those of `schema`.

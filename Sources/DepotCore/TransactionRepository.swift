@@ -83,15 +83,17 @@ public struct TransactionRepository<M: Model> {
     /// same natural key (keeping its id) or inserts. Returns the model as stored.
     @discardableResult
     public func upsert(_ model: M, uniqueOn constraint: String) throws -> M {
-        let (id, fields) = try RecordEncoder().encodeRecord(model)
+        let (_, fields) = try RecordEncoder().encodeRecord(model)
         let writer = try self.writer
-        guard let schema = try writer.schema(of: collection), let definition = schema.uniqueConstraints.first(where: { $0.name == constraint }) else {
-            throw DepotError(.notFound, "\(M.self) has no unique constraint '\(constraint)'.", collection: collection.rawValue, constraint: constraint)
+        let existing: RecordID?
+        do {
+            existing = try writer.recordHolding(fields, uniqueOn: constraint, in: collection)
+        } catch var error as DepotError where error.code == .notFound {
+            error.message = "\(M.self) has no unique constraint '\(constraint)'."
+            throw error
         }
-        let probe = Record(id: id ?? .int(0), fields: fields)
-        let filter = Filter.and(definition.fields.map { Filter.equal($0, probe[$0]) })
-        if definition.fields.allSatisfy({ !probe[$0].isNull }), let existing = try writer.driverWriteTransaction.first(Query(filter: filter), in: collection) {
-            let replacement = Record(id: existing.id, fields: fields)
+        if let existing {
+            let replacement = Record(id: existing, fields: fields)
             try writer.update(replacement, in: collection)
             return try M.decode(replacement)
         }

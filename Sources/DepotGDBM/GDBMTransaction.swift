@@ -739,14 +739,25 @@ final class GDBMTransaction: WriteTransaction {
         return true
     }
 
-    func insert(_ record: Record, into collection: CollectionName) throws {
+    /// Stores a record as `mode` says: an insert checks only that the key is free, an
+    /// update or save reads the prior record (its index entries move).
+    func write(_ record: Record, as mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
         let record = record.withoutNulls
         let meta = try metaForWrite(collection, kind: record.id.kind)
         let idKey = BinaryCodec.key(for: record.id)
-        if try recordExists(collection, key: idKey) {
-            throw DepotError(.alreadyExists, "A record with id \(record.id) exists.", collection: collection.rawValue, id: record.id)
+        if mode == .insert {
+            if try recordExists(collection, key: idKey) {
+                throw DepotError(.alreadyExists, "A record with id \(record.id) exists.", collection: collection.rawValue, id: record.id)
+            }
+            try put(record, idKey: idKey, existing: nil, into: collection, meta: meta)
+            return .inserted
         }
-        try put(record, idKey: idKey, existing: nil, into: collection, meta: meta)
+        let existing = try prior(collection, key: idKey, meta: meta)
+        if mode == .update, !existing.exists {
+            throw DepotError(.notFound, "No record with id \(record.id).", collection: collection.rawValue, id: record.id)
+        }
+        try put(record, idKey: idKey, existing: existing.record, into: collection, meta: meta)
+        return existing.exists ? .updated : .inserted
     }
 
     func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID {
@@ -761,26 +772,6 @@ final class GDBMTransaction: WriteTransaction {
         return record.id
     }
 
-    func update(_ record: Record, in collection: CollectionName) throws {
-        let record = record.withoutNulls
-        let meta = try metaForWrite(collection, kind: record.id.kind)
-        let idKey = BinaryCodec.key(for: record.id)
-        let existing = try prior(collection, key: idKey, meta: meta)
-        guard existing.exists else {
-            throw DepotError(.notFound, "No record with id \(record.id).", collection: collection.rawValue, id: record.id)
-        }
-        try put(record, idKey: idKey, existing: existing.record, into: collection, meta: meta)
-    }
-
-    func save(_ record: Record, into collection: CollectionName) throws -> WriteOutcome {
-        let record = record.withoutNulls
-        let meta = try metaForWrite(collection, kind: record.id.kind)
-        let idKey = BinaryCodec.key(for: record.id)
-        let existing = try prior(collection, key: idKey, meta: meta)
-        try put(record, idKey: idKey, existing: existing.record, into: collection, meta: meta)
-        return existing.exists ? .updated : .inserted
-    }
-
     func delete(_ id: RecordID, from collection: CollectionName) throws -> Bool {
         try checkWritable()
         guard let meta = catalog[collection] else { return false }
@@ -791,12 +782,6 @@ final class GDBMTransaction: WriteTransaction {
         try moveEntries(from: existing.record, to: nil, idKey: idKey, in: collection, meta: meta)
         setRaw(.records(collection), idKey, .delete)
         return true
-    }
-
-    func delete(matching filter: Filter, from collection: CollectionName) throws -> Int {
-        try checkWritable()
-        try filter.validate()
-        return try deleteEach(matching: filter, from: collection)
     }
 
     // MARK: Commit

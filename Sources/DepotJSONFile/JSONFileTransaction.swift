@@ -201,10 +201,11 @@ final class JSONFileTransaction: WriteTransaction {
         }
     }
 
-    func insert(_ record: Record, into collection: CollectionName) throws {
+    /// Stores a record as `mode` says (``InMemoryCollection/write(_:as:)``).
+    func write(_ record: Record, as mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
         let record = record.withoutNulls
         touched[collection, default: []].insert(record.id)
-        try modify(collection, kind: record.id.kind) { try $0.insert(record) }
+        return try modify(collection, kind: record.id.kind) { try $0.write(record, as: mode) }
     }
 
     func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID {
@@ -213,28 +214,10 @@ final class JSONFileTransaction: WriteTransaction {
         return id
     }
 
-    func update(_ record: Record, in collection: CollectionName) throws {
-        let record = record.withoutNulls
-        touched[collection, default: []].insert(record.id)
-        try modify(collection, kind: record.id.kind) { try $0.update(record) }
-    }
-
-    func save(_ record: Record, into collection: CollectionName) throws -> WriteOutcome {
-        let record = record.withoutNulls
-        touched[collection, default: []].insert(record.id)
-        return try modify(collection, kind: record.id.kind) { try $0.save(record) }
-    }
-
     func delete(_ id: RecordID, from collection: CollectionName) throws -> Bool {
         try checkWritable()
         guard state.collections[collection]?.records[id] != nil else { return false }
         touched[collection, default: []].insert(id)
         return try modify(collection, kind: id.kind) { $0.remove(id) }
-    }
-
-    func delete(matching filter: Filter, from collection: CollectionName) throws -> Int {
-        try checkWritable()
-        try filter.validate()
-        return try deleteEach(matching: filter, from: collection)
     }
 }

@@ -306,23 +306,14 @@ final class MemoryTransaction: WriteTransaction {
         return try body(&target)
     }
 
-    func insert(_ record: Record, into collection: CollectionName) throws {
+    /// Stores a record as `mode` says (``InMemoryCollection/write(_:as:)``).
+    func write(_ record: Record, as mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
         let record = record.withoutNulls
-        try withCollection(collection, kind: record.id.kind, id: record.id) { try $0.insert(record) }
+        return try withCollection(collection, kind: record.id.kind, id: record.id) { try $0.write(record, as: mode) }
     }
 
     func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID {
         try withCollection(collection, kind: .int, id: nil) { try $0.insertAssigningID(fields) }
-    }
-
-    func update(_ record: Record, in collection: CollectionName) throws {
-        let record = record.withoutNulls
-        try withCollection(collection, kind: record.id.kind, id: record.id) { try $0.update(record) }
-    }
-
-    func save(_ record: Record, into collection: CollectionName) throws -> WriteOutcome {
-        let record = record.withoutNulls
-        return try withCollection(collection, kind: record.id.kind, id: record.id) { try $0.save(record) }
     }
 
     func delete(_ id: RecordID, from collection: CollectionName) throws -> Bool {
@@ -330,11 +321,5 @@ final class MemoryTransaction: WriteTransaction {
         guard state.collections[collection]?.records[id] != nil else { return false }
         saveRecord(id, in: collection)
         return state.collections[collection]?.remove(id) ?? false
-    }
-
-    func delete(matching filter: Filter, from collection: CollectionName) throws -> Int {
-        try checkWritable()
-        try filter.validate()
-        return try deleteEach(matching: filter, from: collection)
     }
 }

@@ -348,8 +348,18 @@ final class SQLiteTransaction: WriteTransaction {
         return true
     }
 
-    func insert(_ record: Record, into collection: CollectionName) throws {
+    /// The one record write of the contract: each mode has its own statements below.
+    @discardableResult
+    func write(_ record: Record, as mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
         let record = record.withoutNulls
+        switch mode {
+        case .insert: try insert(record, into: collection); return .inserted
+        case .update: try update(record, in: collection); return .updated
+        case .save: return try save(record, into: collection)
+        }
+    }
+
+    private func insert(_ record: Record, into collection: CollectionName) throws {
         let meta = try metaForWrite(collection, kind: record.id.kind, fields: record.fields.keys)
         let id = Self.idValue(record.id)
         // Integer ids are the rowid, which SQLite checks before any unique index, so its
@@ -415,8 +425,7 @@ final class SQLiteTransaction: WriteTransaction {
         return outcome
     }
 
-    func update(_ record: Record, in collection: CollectionName) throws {
-        let record = record.withoutNulls
+    private func update(_ record: Record, in collection: CollectionName) throws {
         try checkWritable()
         if catalog.collections[collection] == nil {
             throw DepotError(.notFound, "No record with id \(record.id).", collection: collection.rawValue, id: record.id)
@@ -439,8 +448,7 @@ final class SQLiteTransaction: WriteTransaction {
         try runWrite(current.updateSQL, values, current, id: record.id)
     }
 
-    func save(_ record: Record, into collection: CollectionName) throws -> WriteOutcome {
-        let record = record.withoutNulls
+    private func save(_ record: Record, into collection: CollectionName) throws -> WriteOutcome {
         let meta = try metaForWrite(collection, kind: record.id.kind, fields: record.fields.keys)
         let id = Self.idValue(record.id)
         if try exists(id, meta) {
@@ -459,15 +467,27 @@ final class SQLiteTransaction: WriteTransaction {
         return try connection.run(meta.deleteSQL, [Self.idValue(id)]) > 0
     }
 
-    func delete(matching filter: Filter, from collection: CollectionName) throws -> Int {
+    /// One `DELETE … RETURNING "id"` statement: the filter translated as a query's is.
+    func deleteReturningIDs(matching filter: Filter, from collection: CollectionName) throws -> [RecordID] {
         try checkWritable()
         try filter.validate()
-        guard let meta = catalog.collections[collection] else { return 0 }
+        guard let meta = catalog.collections[collection] else { return [] }
         var translator = SQLiteQueryTranslator(meta: meta)
         let condition = translator.filter(filter)
         var sql = "DELETE FROM \(meta.quotedTable)"
         if condition != "1" { sql += " WHERE " + condition }
-        return try connection.run(sql, translator.parameters)
+        sql += " RETURNING \"id\""
+        var ids: [RecordID] = []
+        try connection.query(sql, translator.parameters) { row in
+            switch row.value(0) {
+            case .int(let i): ids.append(.int(i))
+            case .text(let text): ids.append(.string(text))
+            default: throw DepotError(.corrupted, "A row of '\(collection)' has an id that is neither an integer nor text.", collection: collection.rawValue)
+            }
+            return true
+        }
+        ids.sort()
+        return ids
     }
 
     // MARK: Helpers

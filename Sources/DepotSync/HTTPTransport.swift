@@ -122,6 +122,9 @@ public final class URLSessionTransport: HTTPTransport {
 
     deinit { session.finishTasksAndInvalidate() }
 
+    /// Sends `request` with URLSession, following up to `maxRedirects` redirects by
+    /// ``RedirectRule`` (credentials never follow to another host).
+    /// - Throws: `.remote` when no answer came, `CancellationError`.
     public func send(_ request: HTTPRequestSpec) async throws -> HTTPAnswer {
         var current = request
         for _ in 0...maxRedirects {

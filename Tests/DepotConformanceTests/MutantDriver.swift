@@ -191,12 +191,12 @@ final class MutantTransaction: WriteTransaction {
 
     func dropCollection(_ collection: CollectionName) throws -> Bool { try w.dropCollection(collection) }
 
-    func insert(_ record: Record, into collection: CollectionName) throws {
-        if mutation == .insertOverwrites {
+    func write(_ record: Record, as mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
+        if mutation == .insertOverwrites, mode == .insert {
             _ = try w.save(mutate(record), into: collection)
-            return
+            return .inserted
         }
-        try w.insert(mutate(record), into: collection)
+        return try w.write(mutate(record), as: mode, into: collection)
     }
 
     func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID {
@@ -209,10 +209,10 @@ final class MutantTransaction: WriteTransaction {
         return try w.insert(fields: mutate(Record(id: 0, fields: fields)).fields, into: collection)
     }
 
-    func update(_ record: Record, in collection: CollectionName) throws { try w.update(mutate(record), in: collection) }
-    func save(_ record: Record, into collection: CollectionName) throws -> WriteOutcome { try w.save(mutate(record), into: collection) }
     func delete(_ id: RecordID, from collection: CollectionName) throws -> Bool { try w.delete(id, from: collection) }
-    func delete(matching filter: Filter, from collection: CollectionName) throws -> Int { try w.delete(matching: mutate(filter), from: collection) }
+    func deleteReturningIDs(matching filter: Filter, from collection: CollectionName) throws -> [RecordID] {
+        try w.deleteReturningIDs(matching: mutate(filter), from: collection)
+    }
 }
 
 /// The reference driver, named for the tests that contrast it with the mutants.

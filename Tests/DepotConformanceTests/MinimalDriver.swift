@@ -1,0 +1,139 @@
+import DepotConformance
+import DepotCore
+import Foundation
+import Synchronization
+import Testing
+
+/// A third-party driver that writes only the core requirements of the driver contract
+/// (Docs/ImplementingAStorageDriver.md, "The core"): five of `StorageDriver`, four of
+/// `ReadTransaction`, four of `WriteTransaction`. Everything else (count, explain,
+/// streams, bulk deletes, the field-sink write, integrity check) comes from the defaults.
+/// The whole conformance suite runs against it below.
+final class MinimalDriver: StorageDriver {
+    private struct State {
+        var collections: [CollectionName: InMemoryCollection] = [:]
+        var closed = false
+    }
+    private let state = Mutex(State())
+    /// One writer at a time; readers never wait for it (they read the last committed state).
+    private let writer = Mutex(())
+
+    let backendName = "minimal"
+    let capabilities: DriverCapabilities = [.transactions, .snapshotReads, .uniqueConstraints]
+
+    private func committed() throws -> [CollectionName: InMemoryCollection] {
+        try state.withLock { state in
+            guard !state.closed else { throw DepotError(.closed, "The minimal driver is closed.") }
+            return state.collections
+        }
+    }
+
+    func read<T: Sendable>(_ body: @escaping @Sendable (any ReadTransaction) throws -> T) async throws -> T {
+        let tx = MinimalTransaction(try committed(), writable: false)
+        defer { tx.isOpen = false }
+        return try body(tx)
+    }
+
+    func write<T: Sendable>(_ body: @escaping @Sendable (any WriteTransaction) throws -> T) async throws -> T {
+        try writer.withLock { _ in
+            let tx = MinimalTransaction(try committed(), writable: true)
+            defer { tx.isOpen = false }
+            let result = try body(tx)
+            try state.withLock { state in
+                guard !state.closed else { throw DepotError(.closed, "The minimal driver is closed.") }
+                state.collections = tx.collections
+            }
+            return result
+        }
+    }
+
+    func close() async throws { state.withLock { $0.closed = true } }
+}
+
+/// A transaction over a private copy of the collections: a write commits by handing its copy back.
+final class MinimalTransaction: WriteTransaction {
+    var collections: [CollectionName: InMemoryCollection]
+    let writable: Bool
+    var isOpen = true
+
+    init(_ collections: [CollectionName: InMemoryCollection], writable: Bool) {
+        self.collections = collections
+        self.writable = writable
+    }
+
+    private func usable(writing: Bool = false) throws {
+        guard isOpen else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
+        guard !writing || writable else { throw DepotError(.unsupported, "Writes need a write transaction.") }
+    }
+
+    func collectionNames() throws -> [CollectionName] {
+        try usable()
+        return collections.keys.sorted { $0.rawValue.utf8.lexicographicallyPrecedes($1.rawValue.utf8) }
+    }
+
+    func schema(of collection: CollectionName) throws -> CollectionSchema? {
+        try usable()
+        return collections[collection]?.schema
+    }
+
+    func get(_ id: RecordID, from collection: CollectionName) throws -> Record? {
+        try usable()
+        return collections[collection]?.get(id)
+    }
+
+    func forEach(_ query: Query, in collection: CollectionName, _ body: (Record) throws -> Bool) throws {
+        try usable()
+        try query.validate()
+        try collections[collection]?.forEach(query, body)
+    }
+
+    func prepare(_ schema: CollectionSchema) throws {
+        try usable(writing: true)
+        try schema.validate()
+        guard var existing = collections[schema.name] else {
+            collections[schema.name] = InMemoryCollection(schema: schema)
+            return
+        }
+        guard existing.schema.idKind == schema.idKind else {
+            throw DepotError(.schemaMismatch, "Collection '\(schema.name)' uses \(existing.schema.idKind) ids, not \(schema.idKind).", collection: schema.name.rawValue)
+        }
+        existing.schema = schema
+        try existing.rebuildUniqueIndexes()
+        collections[schema.name] = existing
+    }
+
+    func dropCollection(_ collection: CollectionName) throws -> Bool {
+        try usable(writing: true)
+        return collections.removeValue(forKey: collection) != nil
+    }
+
+    func write(_ record: Record, as mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
+        try usable(writing: true)
+        var target = collections[collection] ?? InMemoryCollection(schema: CollectionSchema(name: collection, idKind: record.id.kind))
+        guard target.schema.idKind == record.id.kind else {
+            throw DepotError(.invalidValue, "Collection '\(collection)' uses \(target.schema.idKind) ids; got a \(record.id.kind) id.", collection: collection.rawValue)
+        }
+        let outcome = try target.write(record.withoutNulls, as: mode)
+        collections[collection] = target
+        return outcome
+    }
+
+    func delete(_ id: RecordID, from collection: CollectionName) throws -> Bool {
+        try usable(writing: true)
+        return collections[collection]?.remove(id) ?? false
+    }
+}
+
+/// The whole conformance library against a driver with only the core requirements: what a
+/// third-party driver must write is exactly those.
+@Suite struct MinimalDriverConformanceTests {
+    static let factory = DriverFactory(name: "minimal") { _ in MinimalDriver() }
+
+    @Test(arguments: Conformance.checkNames)
+    func conformance(_ name: String) async throws {
+        let outcome = try await Conformance.run(name, factory: Self.factory)
+        if case .notSupported(let missing) = outcome {
+            withKnownIssue("the minimal driver does not declare \(missing)") { throw ConformanceNotRun() }
+        }
+    }
+}
