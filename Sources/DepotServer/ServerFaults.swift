@@ -1,3 +1,4 @@
+import DepotCore
 import Synchronization
 
 /// Faults a ``DepotServer`` injects on purpose, so tests can prove a client survives them.
@@ -43,18 +44,4 @@ public enum ServerFault: Sendable, Hashable {
     case delay(milliseconds: Int)
     /// Handle the request (commit any write), then close the connection without an answer.
     case loseResponseAfterCommit
-}
-
-/// SplitMix64: a tiny seeded generator, enough for reproducible fault plans.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func nextUnit() -> Double { Double(next() >> 11) / Double(1 << 53) }
 }
