@@ -3,20 +3,24 @@ import Synchronization
 
 /// Faults a ``DepotServer`` injects on purpose, so tests can prove a client survives them.
 ///
+/// A test double, so package-level (as the `faults` member of ``DepotServer/Configuration``):
+/// the server's tests, the sync tests and the crash helper use it; users of the server never
+/// see it.
+///
 /// Each request asks ``decide`` what to do; the answer is one ``ServerFault`` or `nil`
 /// (serve normally). Use ``seeded(seed:rate:)`` for a reproducible random mix.
-public struct ServerFaults: Sendable {
+package struct ServerFaults: Sendable {
     /// Decides the fault for a request, given its method and path.
-    public var decide: @Sendable (_ method: String, _ path: String) -> ServerFault?
+    package var decide: @Sendable (_ method: String, _ path: String) -> ServerFault?
 
     /// Makes a fault plan from a closure.
-    public init(decide: @escaping @Sendable (_ method: String, _ path: String) -> ServerFault?) {
+    package init(decide: @escaping @Sendable (_ method: String, _ path: String) -> ServerFault?) {
         self.decide = decide
     }
 
     /// A reproducible random mix: with probability `rate` a request gets one of the faults
     /// (drop before handling, 500, 503, 429, a short delay, or a lost answer after the commit).
-    public static func seeded(seed: UInt64, rate: Double) -> ServerFaults {
+    package static func seeded(seed: UInt64, rate: Double) -> ServerFaults {
         let generator = Mutex(SplitMix64(seed: seed))
         return ServerFaults { _, _ in
             generator.withLock { g -> ServerFault? in
@@ -35,7 +39,7 @@ public struct ServerFaults: Sendable {
 }
 
 /// One injected fault.
-public enum ServerFault: Sendable, Hashable {
+package enum ServerFault: Sendable, Hashable {
     /// Close the connection without answering and without handling the request.
     case dropConnection
     /// Answer with this status (500, 503, 429...) without handling the request.
@@ -44,4 +48,12 @@ public enum ServerFault: Sendable, Hashable {
     case delay(milliseconds: Int)
     /// Handle the request (commit any write), then close the connection without an answer.
     case loseResponseAfterCommit
+}
+
+extension DepotServer.Configuration {
+    /// The default configuration with `faults` injected (tests of clients).
+    package init(faults: ServerFaults?) {
+        self.init()
+        self.faults = faults
+    }
 }

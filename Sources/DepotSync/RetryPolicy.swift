@@ -96,14 +96,14 @@ public struct SystemRandomSource: SyncRandomSource {
     public func nextUnit() -> Double { Double.random(in: 0..<1) }
 }
 
-/// A reproducible source for tests: one ``DepotCore/SplitMix64`` behind a lock, so
-/// concurrent callers share one seeded sequence.
-public final class SeededRandomSource: SyncRandomSource {
+/// A reproducible source for tests and the crash helper: one ``DepotCore/SplitMix64``
+/// behind a lock, so concurrent callers share one seeded sequence.
+package final class SeededRandomSource: SyncRandomSource {
     private let generator: Mutex<SplitMix64>
     /// Makes a source from a seed.
-    public init(seed: UInt64) { generator = Mutex(SplitMix64(seed: seed)) }
+    package init(seed: UInt64) { generator = Mutex(SplitMix64(seed: seed)) }
     /// The next raw 64-bit value.
-    public func next() -> UInt64 { generator.withLock { $0.next() } }
+    package func next() -> UInt64 { generator.withLock { $0.next() } }
     /// A uniform random number in `0..<1` from the seeded sequence.
-    public func nextUnit() -> Double { generator.withLock { $0.nextUnit() } }
+    package func nextUnit() -> Double { generator.withLock { $0.nextUnit() } }
 }
