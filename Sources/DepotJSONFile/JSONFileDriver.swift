@@ -38,7 +38,7 @@ public final class JSONFileDriver: StorageDriver {
     /// The settings the driver was opened with.
     public let configuration: Configuration
 
-    private let thread: DriverThread
+    private let thread: BlockingExecutor
     /// The store's state and commit machinery (internal for tests).
     let store: JSONFileStore
 
@@ -88,7 +88,7 @@ public final class JSONFileDriver: StorageDriver {
         self.configuration = configuration
         let store = JSONFileStore(path: absolute, configuration: configuration, fileSystem: fileSystem)
         self.store = store
-        let thread = DriverThread(name: "depot.json")
+        let thread = BlockingExecutor(name: "depot.json", closedMessage: "The JSON store is closed.")
         self.thread = thread
         do {
             try await thread.run {
