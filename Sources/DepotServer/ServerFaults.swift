@@ -4,8 +4,7 @@ import Synchronization
 /// Faults a ``DepotServer`` injects on purpose, so tests can prove a client survives them.
 ///
 /// A test double, so package-level (as the `faults` member of ``DepotServer/Configuration``):
-/// the server's tests, the sync tests and the crash helper use it; users of the server never
-/// see it.
+/// the server's tests and the sync tests use it; users of the server never see it.
 ///
 /// Each request asks ``decide`` what to do; the answer is one ``ServerFault`` or `nil`
 /// (serve normally). Use ``seeded(seed:rate:)`` for a reproducible random mix.
