@@ -48,6 +48,8 @@ let package = Package(
             dependencies: [
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "DepotBench", package: "Depot"),
+                // SplitMix64, the seeded generator the YCSB helpers take, lives in the core.
+                .product(name: "DepotCore", package: "Depot"),
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/GRDBBenchmarks",

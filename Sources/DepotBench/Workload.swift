@@ -1,3 +1,5 @@
+import DepotCore
+
 /// One workload of `depot bench`.
 ///
 /// The YCSB core workloads follow YCSB's `workloads/workloada` … `workloadf` files:

@@ -1,3 +1,5 @@
+import DepotCore
+
 /// The number generators of the YCSB core workloads, written after YCSB's own
 /// (`site.ycsb.generator`): FNV-1a hashing of record numbers, a seeded random source,
 /// the zipfian generator (Gray et al., "Quickly generating billion-record synthetic
@@ -53,29 +55,6 @@ public enum YCSB {
     public static func fields(record n: Int) -> [String] {
         (0..<fieldCount).map { value(record: n, field: $0) }
     }
-}
-
-/// SplitMix64: a small, fast, seedable random source (Steele, Lea, Flood 2014).
-public struct SplitMix64: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-
-    /// A generator that always produces the same sequence for `seed`.
-    public init(seed: UInt64) { state = seed }
-
-    /// The next 64 random bits.
-    public mutating func next() -> UInt64 {
-        state = state &+ 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// A uniform double in [0, 1).
-    public mutating func nextUnit() -> Double { Double(next() >> 11) * 0x1.0p-53 }
-
-    /// A uniform integer in `range`.
-    public mutating func uniform(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &self) }
 }
 
 /// YCSB's zipfian generator over `0..<items`: item 0 is the most popular.

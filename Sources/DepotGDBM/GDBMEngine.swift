@@ -52,8 +52,8 @@ final class GDBMEngine: @unchecked Sendable {
     // (internally locked) and the immutable lets are safe from any thread.
     let directory: String
     let options: EngineOptions
-    let thread: DriverThread
-    let readers: DriverThread
+    let thread: BlockingExecutor
+    let readers: BlockingExecutor
     let primary: FileSet
     /// The field layouts records were last decoded with (see ``FieldLayoutCache``).
     let fieldLayouts = FieldLayoutCache()
@@ -104,8 +104,8 @@ final class GDBMEngine: @unchecked Sendable {
     private init(directory: String, options: EngineOptions) {
         self.directory = directory
         self.options = options
-        self.thread = DriverThread(name: "depot.gdbm.writer")
-        self.readers = DriverThread(name: "depot.gdbm.reader", workers: 4)
+        self.thread = BlockingExecutor(name: "depot.gdbm.writer", stackSize: 4 << 20, closedMessage: "The GDBM store is closed.")
+        self.readers = BlockingExecutor(name: "depot.gdbm.reader", workers: 4, stackSize: 4 << 20, closedMessage: "The GDBM store is closed.")
         self.primary = FileSet(directory: directory + "/data", readOnly: options.readOnly)
         self.backup = FileSet(directory: directory + "/backup")
     }

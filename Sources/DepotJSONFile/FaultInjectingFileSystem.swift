@@ -21,9 +21,9 @@ import Darwin
 /// let driver = try await JSONFileDriver(path: path, fileSystem: fs)
 /// fs.arm(failingAt: 3, mode: .once)   // the third operation from now fails
 /// ```
-public final class FaultInjectingFileSystem: JSONFileSystem {
+package final class FaultInjectingFileSystem: JSONFileSystem {
     /// How long a failure lasts.
-    public enum Mode: Sendable, Hashable {
+    package enum Mode: Sendable, Hashable {
         /// Only operation N fails.
         case once
         /// Operation N and every later one fail (a dead disk).
@@ -42,28 +42,28 @@ public final class FaultInjectingFileSystem: JSONFileSystem {
     private let state = Mutex(State())
 
     /// Wraps `base` (the real file system by default). Nothing fails until armed.
-    public init(base: any JSONFileSystem = PosixFileSystem()) {
+    package init(base: any JSONFileSystem = PosixFileSystem()) {
         self.base = base
     }
 
     /// Restarts counting at zero and makes operation `n` (1-based) fail, once or from then on.
-    public func arm(failingAt n: Int, mode: Mode) {
+    package func arm(failingAt n: Int, mode: Mode) {
         state.withLock { $0 = State(count: 0, failAt: n, mode: mode) }
     }
 
     /// Restarts counting at zero with no failure planned (to count a commit's operations).
-    public func disarm() {
+    package func disarm() {
         state.withLock { $0 = State() }
     }
 
     /// Operations counted since the last ``arm(failingAt:mode:)`` or ``disarm()``.
-    public var operationCount: Int { state.withLock { $0.count } }
+    package var operationCount: Int { state.withLock { $0.count } }
 
     /// The names of the operations counted, in order.
-    public var operationLog: [String] { state.withLock { $0.log } }
+    package var operationLog: [String] { state.withLock { $0.log } }
 
     /// How many operations were made to fail.
-    public var failureCount: Int { state.withLock { $0.failures } }
+    package var failureCount: Int { state.withLock { $0.failures } }
 
     /// Counts one operation and says whether it must fail.
     private func tick(_ name: String) -> Bool {
@@ -77,22 +77,22 @@ public final class FaultInjectingFileSystem: JSONFileSystem {
         }
     }
 
-    public func openForReading(_ path: String) throws -> Int32? {
+    package func openForReading(_ path: String) throws -> Int32? {
         if tick("openForReading") { throw FileSystemError(operation: "open", path: path, errno: EACCES) }
         return try base.openForReading(path)
     }
 
-    public func openForWriting(_ path: String, permissions: UInt32?) throws -> Int32 {
+    package func openForWriting(_ path: String, permissions: UInt32?) throws -> Int32 {
         if tick("openForWriting") { throw FileSystemError(operation: "open", path: path, errno: EACCES) }
         return try base.openForWriting(path, permissions: permissions)
     }
 
-    public func readAll(_ fd: Int32, limit: Int) throws -> [UInt8] {
+    package func readAll(_ fd: Int32, limit: Int) throws -> [UInt8] {
         if tick("read") { throw FileSystemError(operation: "read", path: "fd \(fd)", errno: EIO) }
         return try base.readAll(fd, limit: limit)
     }
 
-    public func write(_ fd: Int32, _ bytes: [UInt8]) throws {
+    package func write(_ fd: Int32, _ bytes: [UInt8]) throws {
         if tick("write") {
             try base.write(fd, Array(bytes.prefix(bytes.count / 2)))
             throw FileSystemError(operation: "write", path: "fd \(fd)", errno: ENOSPC)
@@ -100,12 +100,12 @@ public final class FaultInjectingFileSystem: JSONFileSystem {
         try base.write(fd, bytes)
     }
 
-    public func fsync(_ fd: Int32) throws {
+    package func fsync(_ fd: Int32) throws {
         if tick("fsync") { throw FileSystemError(operation: "fsync", path: "fd \(fd)", errno: EIO) }
         try base.fsync(fd)
     }
 
-    public func close(_ fd: Int32) throws {
+    package func close(_ fd: Int32) throws {
         if tick("close") {
             base.closeQuietly(fd)
             throw FileSystemError(operation: "close", path: "fd \(fd)", errno: EIO)
@@ -113,39 +113,39 @@ public final class FaultInjectingFileSystem: JSONFileSystem {
         try base.close(fd)
     }
 
-    public func closeQuietly(_ fd: Int32) { base.closeQuietly(fd) }
+    package func closeQuietly(_ fd: Int32) { base.closeQuietly(fd) }
 
-    public func rename(_ from: String, _ to: String) throws {
+    package func rename(_ from: String, _ to: String) throws {
         if tick("rename") { throw FileSystemError(operation: "rename", path: to, errno: EACCES) }
         try base.rename(from, to)
     }
 
-    public func fsyncDirectory(_ path: String) throws {
+    package func fsyncDirectory(_ path: String) throws {
         if tick("fsyncDirectory") { throw FileSystemError(operation: "fsync directory", path: path, errno: EIO) }
         try base.fsyncDirectory(path)
     }
 
-    public func identity(ofPath path: String) throws -> FileIdentity? {
+    package func identity(ofPath path: String) throws -> FileIdentity? {
         if tick("stat") { throw FileSystemError(operation: "stat", path: path, errno: EIO) }
         return try base.identity(ofPath: path)
     }
 
-    public func identity(of fd: Int32) throws -> FileIdentity {
+    package func identity(of fd: Int32) throws -> FileIdentity {
         if tick("fstat") { throw FileSystemError(operation: "fstat", path: "fd \(fd)", errno: EIO) }
         return try base.identity(of: fd)
     }
 
-    public func removeQuietly(_ path: String) { base.removeQuietly(path) }
+    package func removeQuietly(_ path: String) { base.removeQuietly(path) }
 
-    public func openLockFile(_ path: String) throws -> Int32 {
+    package func openLockFile(_ path: String) throws -> Int32 {
         if tick("openLockFile") { throw FileSystemError(operation: "open lock file", path: path, errno: EACCES) }
         return try base.openLockFile(path)
     }
 
-    public func tryLock(_ fd: Int32) throws -> Bool {
+    package func tryLock(_ fd: Int32) throws -> Bool {
         if tick("lock") { throw FileSystemError(operation: "flock", path: "fd \(fd)", errno: ENOLCK) }
         return try base.tryLock(fd)
     }
 
-    public func unlock(_ fd: Int32) { base.unlock(fd) }
+    package func unlock(_ fd: Int32) { base.unlock(fd) }
 }

@@ -38,7 +38,7 @@ public final class JSONFileDriver: StorageDriver {
     /// The settings the driver was opened with.
     public let configuration: Configuration
 
-    private let thread: DriverThread
+    private let thread: BlockingExecutor
     /// The store's state and commit machinery (internal for tests).
     let store: JSONFileStore
 
@@ -69,11 +69,17 @@ public final class JSONFileDriver: StorageDriver {
     /// - Parameters:
     ///   - path: the store file; relative paths are resolved against the current directory.
     ///   - configuration: durability, formatting, lock timeout and size limit.
-    ///   - fileSystem: the file-system layer (tests inject faults through it).
     /// - Throws: `.invalidStore` for an empty path or a missing directory, `.io` when the
     ///   file cannot be read, `.corrupted`/`.decoding`/`.schemaMismatch` when it cannot be
     ///   understood (it is left untouched).
-    public init(path: String, configuration: Configuration = Configuration(), fileSystem: any JSONFileSystem = PosixFileSystem()) async throws {
+    public convenience init(path: String, configuration: Configuration = Configuration()) async throws {
+        try await self.init(path: path, configuration: configuration, fileSystem: PosixFileSystem())
+    }
+
+    /// Opens the store file at `path` through `fileSystem`: the tests' way to inject faults
+    /// (``FaultInjectingFileSystem``) and count operations. Otherwise as
+    /// ``init(path:configuration:)``.
+    package init(path: String, configuration: Configuration = Configuration(), fileSystem: any JSONFileSystem) async throws {
         guard !path.isEmpty, !path.hasSuffix("/"), !path.utf8.contains(0) else {
             throw DepotError(.invalidStore, "A JSON store needs a file path: write 'json:PATH', for example 'json:data/db.json'.")
         }
@@ -82,7 +88,7 @@ public final class JSONFileDriver: StorageDriver {
         self.configuration = configuration
         let store = JSONFileStore(path: absolute, configuration: configuration, fileSystem: fileSystem)
         self.store = store
-        let thread = DriverThread(name: "depot.json")
+        let thread = BlockingExecutor(name: "depot.json", closedMessage: "The JSON store is closed.")
         self.thread = thread
         do {
             try await thread.run {

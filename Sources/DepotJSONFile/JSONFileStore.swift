@@ -9,7 +9,8 @@ final class JSONFileStore: @unchecked Sendable {
     // @unchecked: every method and property except `published` (a Mutex) and
     // `unchangedSnapshot()` (which reads only `published`, the immutable `path` and the
     // Sendable, thread-safe `fs`) is used only from jobs run on the owning driver's
-    // `DriverThread`, which runs one job at a time; so no two accesses ever overlap.
+    // `BlockingExecutor` (one worker), which runs one job at a time; so no two accesses
+    // ever overlap.
 
     /// What the driver knows about the file on disk.
     enum Known: Sendable {

@@ -1,5 +1,6 @@
 /// The few file-system operations the JSON-file driver performs, behind a protocol so tests
-/// can inject faults (``FaultInjectingFileSystem``) and count operations.
+/// can inject faults (``FaultInjectingFileSystem``) and count operations. Package-level, as
+/// the fault injector: the public initializer always uses ``PosixFileSystem``.
 ///
 /// Every method is blocking; the driver calls them only on its own thread. Methods that can
 /// fail throw ``FileSystemError`` (the failed operation, the path and the `errno`); the
@@ -10,7 +11,7 @@
 /// A commit with `durability=full` performs, in order: `openForWriting(temp)`, `write`,
 /// `fsync`, `close`, `rename(temp, store)`, `fsyncDirectory`. With `durability=normal` the
 /// two fsyncs are left out.
-public protocol JSONFileSystem: Sendable {
+package protocol JSONFileSystem: Sendable {
     /// Opens an existing file for reading; `nil` when it does not exist.
     /// - Throws: ``FileSystemError`` for anything but "does not exist".
     func openForReading(_ path: String) throws -> Int32?
@@ -73,26 +74,26 @@ public protocol JSONFileSystem: Sendable {
 }
 
 /// What identifies one version of a file: if any part differs, someone replaced or edited it.
-public struct FileIdentity: Hashable, Sendable {
+package struct FileIdentity: Hashable, Sendable {
     /// The device holding the file (`st_dev`).
-    public var device: UInt64
+    package var device: UInt64
     /// The inode number (`st_ino`); a replaced file has a new one.
-    public var inode: UInt64
+    package var inode: UInt64
     /// The size in bytes.
-    public var size: Int64
+    package var size: Int64
     /// The modification time, whole seconds (`st_mtim.tv_sec`).
-    public var modificationSeconds: Int64
+    package var modificationSeconds: Int64
     /// The modification time, nanoseconds within the second.
-    public var modificationNanoseconds: Int64
+    package var modificationNanoseconds: Int64
     /// The status-change time, whole seconds (`st_ctim.tv_sec`); a chmod or rename changes it.
-    public var changeSeconds: Int64
+    package var changeSeconds: Int64
     /// The status-change time, nanoseconds within the second.
-    public var changeNanoseconds: Int64
+    package var changeNanoseconds: Int64
     /// The permission bits (`st_mode & 0o7777`).
-    public var permissions: UInt32
+    package var permissions: UInt32
 
     /// Makes an identity from its parts.
-    public init(device: UInt64, inode: UInt64, size: Int64, modificationSeconds: Int64, modificationNanoseconds: Int64, changeSeconds: Int64, changeNanoseconds: Int64, permissions: UInt32) {
+    package init(device: UInt64, inode: UInt64, size: Int64, modificationSeconds: Int64, modificationNanoseconds: Int64, changeSeconds: Int64, changeNanoseconds: Int64, permissions: UInt32) {
         self.device = device
         self.inode = inode
         self.size = size

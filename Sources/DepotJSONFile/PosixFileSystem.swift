@@ -7,11 +7,11 @@ import Darwin
 #endif
 
 /// The real file system, through POSIX calls. Stateless, so trivially `Sendable`.
-public struct PosixFileSystem: JSONFileSystem {
+package struct PosixFileSystem: JSONFileSystem {
     /// Makes the real file system.
-    public init() {}
+    package init() {}
 
-    public func openForReading(_ path: String) throws -> Int32? {
+    package func openForReading(_ path: String) throws -> Int32? {
         while true {
             let fd = open(path, O_RDONLY | O_CLOEXEC)
             if fd >= 0 { return fd }
@@ -22,7 +22,7 @@ public struct PosixFileSystem: JSONFileSystem {
         }
     }
 
-    public func openForWriting(_ path: String, permissions: UInt32?) throws -> Int32 {
+    package func openForWriting(_ path: String, permissions: UInt32?) throws -> Int32 {
         while true {
             let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, permissions.map { mode_t($0 & 0o600) } ?? 0o644)
             if fd < 0 {
@@ -39,7 +39,7 @@ public struct PosixFileSystem: JSONFileSystem {
         }
     }
 
-    public func readAll(_ fd: Int32, limit: Int) throws -> [UInt8] {
+    package func readAll(_ fd: Int32, limit: Int) throws -> [UInt8] {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw FileSystemError(operation: "fstat", path: "fd \(fd)", errno: errno) }
         if Int64(st.st_size) > Int64(limit) { throw FileSystemError(operation: "read", path: "fd \(fd)", errno: EFBIG) }
@@ -58,7 +58,7 @@ public struct PosixFileSystem: JSONFileSystem {
         }
     }
 
-    public func write(_ fd: Int32, _ bytes: [UInt8]) throws {
+    package func write(_ fd: Int32, _ bytes: [UInt8]) throws {
         try bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
@@ -74,32 +74,32 @@ public struct PosixFileSystem: JSONFileSystem {
         }
     }
 
-    public func fsync(_ fd: Int32) throws {
+    package func fsync(_ fd: Int32) throws {
         // Not retried on EINTR either: after a failed fsync the page cache may have dropped
         // the dirty pages, so a second call could report success for data that is gone.
         if Glibc.fsync(fd) != 0 { throw FileSystemError(operation: "fsync", path: "fd \(fd)", errno: errno) }
     }
 
-    public func close(_ fd: Int32) throws {
+    package func close(_ fd: Int32) throws {
         if Glibc.close(fd) != 0 { throw FileSystemError(operation: "close", path: "fd \(fd)", errno: errno) }
     }
 
-    public func closeQuietly(_ fd: Int32) {
+    package func closeQuietly(_ fd: Int32) {
         _ = Glibc.close(fd)
     }
 
-    public func rename(_ from: String, _ to: String) throws {
+    package func rename(_ from: String, _ to: String) throws {
         if Glibc.rename(from, to) != 0 { throw FileSystemError(operation: "rename", path: to, errno: errno) }
     }
 
-    public func fsyncDirectory(_ path: String) throws {
+    package func fsyncDirectory(_ path: String) throws {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw FileSystemError(operation: "open directory", path: path, errno: errno) }
         defer { _ = Glibc.close(fd) }
         if Glibc.fsync(fd) != 0 { throw FileSystemError(operation: "fsync directory", path: path, errno: errno) }
     }
 
-    public func identity(ofPath path: String) throws -> FileIdentity? {
+    package func identity(ofPath path: String) throws -> FileIdentity? {
         var st = stat()
         if stat(path, &st) != 0 {
             if errno == ENOENT { return nil }
@@ -108,17 +108,17 @@ public struct PosixFileSystem: JSONFileSystem {
         return FileIdentity(st)
     }
 
-    public func identity(of fd: Int32) throws -> FileIdentity {
+    package func identity(of fd: Int32) throws -> FileIdentity {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw FileSystemError(operation: "fstat", path: "fd \(fd)", errno: errno) }
         return FileIdentity(st)
     }
 
-    public func removeQuietly(_ path: String) {
+    package func removeQuietly(_ path: String) {
         _ = unlink(path)
     }
 
-    public func openLockFile(_ path: String) throws -> Int32 {
+    package func openLockFile(_ path: String) throws -> Int32 {
         while true {
             let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
             if fd >= 0 { return fd }
@@ -127,7 +127,7 @@ public struct PosixFileSystem: JSONFileSystem {
         }
     }
 
-    public func tryLock(_ fd: Int32) throws -> Bool {
+    package func tryLock(_ fd: Int32) throws -> Bool {
         while true {
             if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }
             let code = errno
@@ -137,7 +137,7 @@ public struct PosixFileSystem: JSONFileSystem {
         }
     }
 
-    public func unlock(_ fd: Int32) {
+    package func unlock(_ fd: Int32) {
         _ = flock(fd, LOCK_UN)
     }
 }

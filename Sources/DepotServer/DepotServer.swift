@@ -34,16 +34,16 @@ public final class DepotServer: Sendable {
         public var maxBodySize: Int
         /// The largest page a list or change-feed request may ask for.
         public var maxPageSize: Int
-        /// Faults to inject, for tests of clients; `nil` in production.
-        public var faults: ServerFaults?
+        /// Faults to inject, for tests of clients; `nil` in production. Package-level: set
+        /// through `init(faults:)` (ServerFaults.swift), never by users of the server.
+        package var faults: ServerFaults? = nil
 
         /// Makes a configuration; the defaults bind 127.0.0.1 on a free port.
-        public init(host: String = "127.0.0.1", port: Int = 0, maxBodySize: Int = 4 << 20, maxPageSize: Int = 10_000, faults: ServerFaults? = nil) {
+        public init(host: String = "127.0.0.1", port: Int = 0, maxBodySize: Int = 4 << 20, maxPageSize: Int = 10_000) {
             self.host = host
             self.port = port
             self.maxBodySize = maxBodySize
             self.maxPageSize = maxPageSize
-            self.faults = faults
         }
     }
 

@@ -1,21 +1,25 @@
+import DepotCore
 import Synchronization
 
 /// Faults a ``DepotServer`` injects on purpose, so tests can prove a client survives them.
 ///
+/// A test double, so package-level (as the `faults` member of ``DepotServer/Configuration``):
+/// the server's tests and the sync tests use it; users of the server never see it.
+///
 /// Each request asks ``decide`` what to do; the answer is one ``ServerFault`` or `nil`
 /// (serve normally). Use ``seeded(seed:rate:)`` for a reproducible random mix.
-public struct ServerFaults: Sendable {
+package struct ServerFaults: Sendable {
     /// Decides the fault for a request, given its method and path.
-    public var decide: @Sendable (_ method: String, _ path: String) -> ServerFault?
+    package var decide: @Sendable (_ method: String, _ path: String) -> ServerFault?
 
     /// Makes a fault plan from a closure.
-    public init(decide: @escaping @Sendable (_ method: String, _ path: String) -> ServerFault?) {
+    package init(decide: @escaping @Sendable (_ method: String, _ path: String) -> ServerFault?) {
         self.decide = decide
     }
 
     /// A reproducible random mix: with probability `rate` a request gets one of the faults
     /// (drop before handling, 500, 503, 429, a short delay, or a lost answer after the commit).
-    public static func seeded(seed: UInt64, rate: Double) -> ServerFaults {
+    package static func seeded(seed: UInt64, rate: Double) -> ServerFaults {
         let generator = Mutex(SplitMix64(seed: seed))
         return ServerFaults { _, _ in
             generator.withLock { g -> ServerFault? in
@@ -34,7 +38,7 @@ public struct ServerFaults: Sendable {
 }
 
 /// One injected fault.
-public enum ServerFault: Sendable, Hashable {
+package enum ServerFault: Sendable, Hashable {
     /// Close the connection without answering and without handling the request.
     case dropConnection
     /// Answer with this status (500, 503, 429...) without handling the request.
@@ -45,16 +49,10 @@ public enum ServerFault: Sendable, Hashable {
     case loseResponseAfterCommit
 }
 
-/// SplitMix64: a tiny seeded generator, enough for reproducible fault plans.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+extension DepotServer.Configuration {
+    /// The default configuration with `faults` injected (tests of clients).
+    package init(faults: ServerFaults?) {
+        self.init()
+        self.faults = faults
     }
-    mutating func nextUnit() -> Double { Double(next() >> 11) / Double(1 << 53) }
 }

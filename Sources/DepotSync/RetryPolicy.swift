@@ -1,3 +1,4 @@
+import DepotCore
 import Foundation
 import Synchronization
 
@@ -95,21 +96,14 @@ public struct SystemRandomSource: SyncRandomSource {
     public func nextUnit() -> Double { Double.random(in: 0..<1) }
 }
 
-/// A reproducible source (SplitMix64) for tests.
-public final class SeededRandomSource: SyncRandomSource {
-    private let state: Mutex<UInt64>
+/// A reproducible source for tests and the crash helper: one ``DepotCore/SplitMix64``
+/// behind a lock, so concurrent callers share one seeded sequence.
+package final class SeededRandomSource: SyncRandomSource {
+    private let generator: Mutex<SplitMix64>
     /// Makes a source from a seed.
-    public init(seed: UInt64) { state = Mutex(seed) }
+    package init(seed: UInt64) { generator = Mutex(SplitMix64(seed: seed)) }
     /// The next raw 64-bit value.
-    public func next() -> UInt64 {
-        state.withLock { s in
-            s &+= 0x9E37_79B9_7F4A_7C15
-            var z = s
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
+    package func next() -> UInt64 { generator.withLock { $0.next() } }
     /// A uniform random number in `0..<1` from the seeded sequence.
-    public func nextUnit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+    package func nextUnit() -> Double { generator.withLock { $0.nextUnit() } }
 }

@@ -404,7 +404,7 @@ extension GDBMDriverTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for w in 0..<3 {
                 group.addTask {
-                    var rng = SplitMix(seed: UInt64(w + 1))
+                    var rng = SplitMix64(seed: UInt64(w + 1))
                     for round in 0..<40 {
                         let from = Int64(rng.next() % 10 + 1), to = Int64(rng.next() % 10 + 1), amount = Int64(rng.next() % 50)
                         try await driver.write { tx in

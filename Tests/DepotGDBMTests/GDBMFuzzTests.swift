@@ -18,7 +18,7 @@ import Testing
         try await driver.close()
         let pristine = try Data(contentsOf: URL(fileURLWithPath: dir.path + "/store/data/users.records.gdbm"))
         let backup = try Data(contentsOf: URL(fileURLWithPath: dir.path + "/store/backup/users.records.gdbm"))
-        var rng = SplitMix(seed: 99)
+        var rng = SplitMix64(seed: 99)
         var outcomes: [String: Int] = [:]
         for round in 0..<40 {
             var damaged = [UInt8](pristine)

@@ -283,7 +283,7 @@ import Testing
         let memory = MemoryDriver()
         let schema = CollectionSchema(name: items, idKind: .int, uniqueConstraints: [UniqueConstraint(["code"])], indexes: [IndexDefinition(["tag"]), IndexDefinition(["tag", "n"])])
         for driver in [gdbm, memory] as [any StorageDriver] { try await driver.write { tx in try tx.prepare(schema) } }
-        var rng = SplitMix(seed: 42)
+        var rng = SplitMix64(seed: 42)
         let values: [FieldValue] = [1, 2, 2.0, 3.5, -0.0, "a", "b", true, .null, [1, 2]]
         for round in 0..<60 {
             var ops: [(Int, Record)] = []
@@ -344,18 +344,5 @@ import Testing
         #expect(inside[0] == inside[1])
         #expect(try await gdbm.integrityCheck().isEmpty)
         try await gdbm.close()
-    }
-}
-
-/// A deterministic random source for tests.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

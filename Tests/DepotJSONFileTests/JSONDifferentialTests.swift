@@ -8,17 +8,6 @@ import Testing
 /// the file holds exactly the reference's records, in the canonical form (so the bytes a
 /// commit reuses for untouched records are never stale).
 @Suite struct JSONDifferentialTests {
-    struct Random: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static func snapshot(_ driver: any StorageDriver) async throws -> [String: [Record]] {
         try await driver.read { tx in
             var out: [String: [Record]] = [:]
@@ -32,7 +21,7 @@ import Testing
         let dir = TestDirectory()
         let json = try await JSONFileDriver(path: dir.store, configuration: .init(durability: .normal, pretty: pretty))
         let memory = MemoryDriver()
-        var random = Random(state: pretty ? 7 : 8)
+        var random = SplitMix64(seed: pretty ? 7 : 8)
         let names = try ["a", "b", "c"].map { try CollectionName($0) }
         for step in 0..<150 {
             let ops: [(Int, Int, Int64, Int64)] = (0..<Int(random.next() % 4 + 1)).map { _ in

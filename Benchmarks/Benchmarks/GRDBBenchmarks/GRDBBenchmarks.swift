@@ -1,5 +1,6 @@
 import Benchmark
 import DepotBench
+import struct DepotCore.SplitMix64
 import Foundation
 import GRDB
 
