@@ -138,8 +138,10 @@ package struct JSONReader {
     package mutating func atEnd() -> Bool { peek() == nil }
 
     /// Reads `{ "key": ... , ... }`, calling `member` with each key and its offset; `member`
-    /// must read the value. A key that appears twice is `.decoding`.
-    package mutating func readObject(_ member: (inout JSONReader, String, Int) throws -> Void) throws {
+    /// must read the value. A key that appears twice is `.decoding` (see ``duplicateKey(_:at:)``);
+    /// with `checkingDuplicates: false` the caller finds repeats itself (a dictionary it fills
+    /// tells it for free).
+    package mutating func readObject(checkingDuplicates: Bool = true, _ member: (inout JSONReader, String, Int) throws -> Void) throws {
         try expect(0x7B, "'{'")
         if peek() == 0x7D { position += 1; return }
         var seen = Set<String>()
@@ -147,9 +149,7 @@ package struct JSONReader {
             guard peek() == 0x22 else { throw syntax("expected a quoted key") }
             let keyOffset = position
             let key = try readString()
-            guard seen.insert(key).inserted else {
-                throw failure(.decoding, "key \(JSONReader.quoted(key)) appears twice in one object", at: keyOffset)
-            }
+            if checkingDuplicates, !seen.insert(key).inserted { throw duplicateKey(key, at: keyOffset) }
             try expect(0x3A, "':' after a key")
             try member(&self, key, keyOffset)
             switch peek() {
@@ -159,6 +159,11 @@ package struct JSONReader {
             default: throw syntax("expected ',' or '}'")
             }
         }
+    }
+
+    /// The error for `key` appearing a second time, at `offset`.
+    package func duplicateKey(_ key: String, at offset: Int) -> DepotError {
+        failure(.decoding, "key \(JSONReader.quoted(key)) appears twice in one object", at: offset)
     }
 
     /// Reads `[ ..., ... ]`, calling `element` with each element's offset; `element` must read it.
@@ -225,14 +230,18 @@ package struct JSONReader {
         let start = position
         var members: [String: FieldValue] = [:]
         var escaped: [String: FieldValue]?
-        try readObject { reader, key, _ in
+        try readObject(checkingDuplicates: false) { reader, key, keyOffset in
             if key == "$object", members.isEmpty, reader.peek() == 0x7B, reader.isOnlyMember() {
                 var inner: [String: FieldValue] = [:]
-                try reader.readObject { r, k, _ in inner[k] = try r.readValue(depth: depth + 1) }
+                try reader.readObject(checkingDuplicates: false) { r, k, kOffset in
+                    let value = try r.readValue(depth: depth + 1)
+                    guard inner.updateValue(value, forKey: k) == nil else { throw r.duplicateKey(k, at: kOffset) }
+                }
                 escaped = inner
                 members[key] = .null
             } else {
-                members[key] = try reader.readValue(depth: depth + 1)
+                let value = try reader.readValue(depth: depth + 1)
+                guard members.updateValue(value, forKey: key) == nil else { throw reader.duplicateKey(key, at: keyOffset) }
             }
         }
         if let escaped { return .object(escaped) }
