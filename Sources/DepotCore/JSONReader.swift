@@ -129,6 +129,7 @@ package struct JSONReader {
         return position < input.count ? input[position] : nil
     }
 
+    /// Consumes `byte` (after white space), or throws a syntax error naming `what`.
     mutating func expect(_ byte: UInt8, _ what: String) throws {
         guard peek() == byte else { throw syntax(peek() == nil ? "the text ends where \(what) was expected" : "expected \(what)") }
         position += 1

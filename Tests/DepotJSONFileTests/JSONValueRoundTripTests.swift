@@ -176,8 +176,9 @@ import Testing
     }
 }
 
-/// The file's representations are those of DepotCore's `JSONText`, so a value copied between
-/// a store file, JSON Lines and HTTP bodies means the same everywhere.
+/// The file's representations are those of DepotCore's `JSONText` (one reader and writer
+/// since both went into DepotCore), so a value copied between a store file, JSON Lines and
+/// HTTP bodies means the same everywhere.
 @Suite struct JSONTextAgreementTests {
     @Test func bothReadEachOthersOutput() throws {
         for (name, value) in JSONValueRoundTripTests.awkwardValues {
