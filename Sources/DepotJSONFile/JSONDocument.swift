@@ -51,7 +51,7 @@ enum JSONDocument {
         _ state: JSONStoreState, pretty: Bool, capacity: Int, reusing cache: RecordBytes,
         touched: [CollectionName: Set<RecordID>], replaced: Set<CollectionName>
     ) -> (bytes: [UInt8], cache: RecordBytes) {
-        var w = JSONValueWriter(pretty: pretty, capacity: capacity)
+        var w = JSONWriter(pretty: pretty, capacity: capacity)
         var newCache: RecordBytes = [:]
         w.byte(0x7B)
         lineBreak(&w, level: 1)
@@ -94,7 +94,7 @@ enum JSONDocument {
 
     /// Writes `[` and the records of `collection` in id order, walking the previous order in
     /// `old` and serializing only the `touched` ids (new, changed or deleted).
-    private static func merge(_ old: CollectionBytes, touched: Set<RecordID>, _ collection: InMemoryCollection, _ w: inout JSONValueWriter) -> CollectionBytes {
+    private static func merge(_ old: CollectionBytes, touched: Set<RecordID>, _ collection: InMemoryCollection, _ w: inout JSONWriter) -> CollectionBytes {
         var encoded = CollectionBytes()
         encoded.records.reserveCapacity(collection.records.count)
         encoded.chunks.reserveCapacity(collection.records.count)
@@ -122,7 +122,7 @@ enum JSONDocument {
     }
 
     /// Appends an untouched record with its cached `chunk` and the separator before it.
-    private static func append(_ w: inout JSONValueWriter, _ encoded: inout CollectionBytes, _ kept: Record, chunk: [UInt8]) {
+    private static func append(_ w: inout JSONWriter, _ encoded: inout CollectionBytes, _ kept: Record, chunk: [UInt8]) {
         if !encoded.records.isEmpty { w.byte(0x2C) }
         lineBreak(&w, level: 2)
         w.bytes.append(contentsOf: chunk)
@@ -132,13 +132,13 @@ enum JSONDocument {
 
     /// Appends the record `id` of `collection` freshly serialized (nothing if it no longer
     /// exists) with the separator before it.
-    private static func append(_ w: inout JSONValueWriter, _ encoded: inout CollectionBytes, _ id: RecordID, _ collection: InMemoryCollection) {
+    private static func append(_ w: inout JSONWriter, _ encoded: inout CollectionBytes, _ id: RecordID, _ collection: InMemoryCollection) {
         guard let fields = collection.records[id] else { return }
         append(&w, &encoded, Record(id: id, fields: fields))
     }
 
     /// Appends `record` freshly serialized, with the separator before it.
-    private static func append(_ w: inout JSONValueWriter, _ encoded: inout CollectionBytes, _ record: Record) {
+    private static func append(_ w: inout JSONWriter, _ encoded: inout CollectionBytes, _ record: Record) {
         if !encoded.records.isEmpty { w.byte(0x2C) }
         lineBreak(&w, level: 2)
         let start = w.bytes.count
@@ -149,12 +149,12 @@ enum JSONDocument {
 
     /// A line break, indented when pretty: the top two levels always break, so each record
     /// is on a line of its own (small diffs) even when not pretty.
-    private static func lineBreak(_ w: inout JSONValueWriter, level: Int) {
+    private static func lineBreak(_ w: inout JSONWriter, level: Int) {
         w.byte(0x0A)
         if let indent = w.indent, level > 0 { w.bytes.append(contentsOf: repeatElement(0x20, count: indent * level)) }
     }
 
-    private static func record(_ w: inout JSONValueWriter, id: RecordID, fields: [String: FieldValue], level: Int) {
+    private static func record(_ w: inout JSONWriter, id: RecordID, fields: [String: FieldValue], level: Int) {
         w.byte(0x7B)
         w.newline(level: level + 1)
         w.string("id")
@@ -163,7 +163,7 @@ enum JSONDocument {
         case .int(let i): w.int(i)
         case .string(let s): w.string(s)
         }
-        for key in JSONValueWriter.sortedKeys(fields) {
+        for key in JSONWriter.sortedKeys(fields) {
             w.byte(0x2C)
             w.newline(level: level + 1)
             w.string(key)
@@ -204,7 +204,7 @@ enum JSONDocument {
     ///   line, column and byte offset.
     static func decode(_ bytes: [UInt8], maximumDepth: Int = FieldValue.maximumDepth) throws -> JSONStoreState {
         try bytes.withUnsafeBufferPointer { buffer in
-            var reader = JSONValueReader(buffer, maximumDepth: maximumDepth)
+            var reader = JSONReader(buffer, maximumDepth: maximumDepth, reporting: .file)
             if buffer.count >= 3, buffer[0] == 0xEF, buffer[1] == 0xBB, buffer[2] == 0xBF { reader.position = 3 }
             if reader.atEnd() { return JSONStoreState() }
             guard reader.peek() == 0x7B else {
@@ -221,7 +221,7 @@ enum JSONDocument {
                     return
                 }
                 guard let name = try? CollectionName(validating: key) else {
-                    throw reader.failure(.decoding, "top-level key \(JSONValueReader.quoted(key)) is not a valid collection name", at: keyOffset)
+                    throw reader.failure(.decoding, "top-level key \(JSONReader.quoted(key)) is not a valid collection name", at: keyOffset)
                 }
                 reader.context = key
                 guard reader.peek() == 0x5B else {
@@ -268,7 +268,7 @@ enum JSONDocument {
     }
 
     /// One record: an object with an `id` (int or string) and valid top-level field names.
-    private static func readRecord(_ reader: inout JSONValueReader, index: Int) throws -> Record {
+    private static func readRecord(_ reader: inout JSONReader, index: Int) throws -> Record {
         let start = reader.position
         guard reader.peek() == 0x7B else {
             throw reader.failure(.decoding, "record \(index + 1) is not an object", at: start)
@@ -289,7 +289,7 @@ enum JSONDocument {
                 return
             }
             guard FieldName.isValid(key) else {
-                throw reader.failure(.decoding, "record \(index + 1) has field \(JSONValueReader.quoted(key)), which is not a valid field name", at: keyOffset)
+                throw reader.failure(.decoding, "record \(index + 1) has field \(JSONReader.quoted(key)), which is not a valid field name", at: keyOffset)
             }
             let value = try reader.readValue(depth: 0)
             if !value.isNull { fields[key] = value }
@@ -306,7 +306,7 @@ enum JSONDocument {
     /// Reads the `_depot` metadata.
     private static func readMetadata(_ metadata: (value: FieldValue, offset: Int)?, _ buffer: UnsafeBufferPointer<UInt8>) throws -> [CollectionName: StoredSchema] {
         guard let (value, offset) = metadata else { return [:] }
-        var reader = JSONValueReader(buffer)
+        var reader = JSONReader(buffer, reporting: .file)
         reader.context = metadataKey
         func bad(_ message: String) -> DepotError { reader.failure(.decoding, "Depot's metadata is malformed: \(message)", at: offset) }
         guard case .object(let root) = value else { throw bad("it must be an object") }
@@ -323,7 +323,7 @@ enum JSONDocument {
         guard case .object(let collections) = collectionsValue else { throw bad("\"collections\" must be an object") }
         var out: [CollectionName: StoredSchema] = [:]
         for (key, entryValue) in collections {
-            guard let name = try? CollectionName(validating: key) else { throw bad("\(JSONValueReader.quoted(key)) is not a collection name") }
+            guard let name = try? CollectionName(validating: key) else { throw bad("\(JSONReader.quoted(key)) is not a collection name") }
             guard case .object(let entry) = entryValue else { throw bad("the entry for '\(key)' must be an object") }
             let idKind: IDKind
             switch entry["idKind"] {

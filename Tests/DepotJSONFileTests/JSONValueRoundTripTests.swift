@@ -117,9 +117,49 @@ import Testing
         #expect(pretty.contains("\n  \"b\": [\n    {\n      \"id\": 1,\n      \"a\": {\n        \"x\": 2,"))
     }
 
+    /// A file as the driver wrote it before its reader and writer moved into DepotCore reads
+    /// back the same: `\b` and `\f` escapes, a raw DEL, pretty tags with `": "`, an
+    /// unwrapped `{"$base64":...}` user object, and `"inf"` from hand edits.
+    @Test func filesWrittenBeforeTheMoveReadTheSame() throws {
+        let old = #"""
+            {
+              "_depot": {
+                "collections": {
+                  "things": {
+                    "idKind": "string",
+                    "indexes": [],
+                    "unique": []
+                  }
+                },
+                "format": 1
+              },
+              "things": [
+                {
+                  "id": "a",
+                  "b": {"$bytes": "AQ=="},
+                  "c": "x\b\f<DEL>",
+                  "d": {"$double": "-Infinity"},
+                  "e": {"$double": "inf"},
+                  "o": {"$base64": "aGk="},
+                  "w": {"$object": {
+                    "$bytes": "x"
+                  }}
+                }
+              ]
+            }
+
+            """#
+        let state = try JSONDocument.decode(Array(old.replacingOccurrences(of: "<DEL>", with: "\u{7f}").utf8))
+        let fields = try #require(state.collections[try CollectionName("things")]?.records["a"])
+        #expect(fields == [
+            "b": .bytes(Data([1])), "c": "x\u{8}\u{c}\u{7f}", "d": .double(-.infinity), "e": .double(.infinity),
+            "o": ["$base64": "aGk="], "w": ["$bytes": "x"],
+        ])
+    }
+
     @Test func exactTextOfTaggedValues() {
         func text(_ value: FieldValue) -> String {
-            var w = JSONValueWriter(pretty: false)
+            var w = JSONWriter(pretty: false)
             w.value(value, level: 0)
             return String(decoding: w.bytes, as: UTF8.self)
         }
@@ -136,17 +176,18 @@ import Testing
     }
 }
 
-/// The file's representations are those of DepotCore's `JSONText`, so a value copied between
-/// a store file, JSON Lines and HTTP bodies means the same everywhere.
+/// The file's representations are those of DepotCore's `JSONText` (one reader and writer
+/// since both went into DepotCore), so a value copied between a store file, JSON Lines and
+/// HTTP bodies means the same everywhere.
 @Suite struct JSONTextAgreementTests {
     @Test func bothReadEachOthersOutput() throws {
         for (name, value) in JSONValueRoundTripTests.awkwardValues {
-            var w = JSONValueWriter(pretty: false)
+            var w = JSONWriter(pretty: false)
             w.value(value, level: 0)
             #expect(try JSONText.parse(w.bytes) == value, "JSONText reads the driver's \(name)")
             let theirs = Array(JSONText.serialize(value).utf8)
             let ours = try theirs.withUnsafeBufferPointer { buffer in
-                var reader = JSONValueReader(buffer)
+                var reader = JSONReader(buffer, reporting: .file)
                 return try reader.readValue(depth: 0)
             }
             #expect(ours == value, "the driver reads JSONText's \(name)")

@@ -1,59 +1,121 @@
-import DepotCore
 import Foundation
 
-/// Reads JSON text straight into field values, exactly undoing ``JSONValueWriter``.
+/// Depot's one JSON reader: JSON text straight into field values, the exact inverse of
+/// ``JSONWriter``. ``JSONText`` parses through it, and so does the JSON-file driver, which
+/// walks a store file with ``readObject(_:)`` and ``readArray(_:)`` and reads each field with
+/// ``readValue(depth:)``.
 ///
-/// - A number without `.` or exponent is an int (it must fit in 64 bits); one with either
-///   is a double (it must be finite).
-/// - One-key objects `{"$bytes":"BASE64"}`, `{"$double":"Infinity"|"-Infinity"}` (also
-///   `"inf"`/`"-inf"`) and
-///   `{"$object":{...}}` are tagged values; every other object is an object.
-/// - Strings must be valid UTF-8 without raw control characters; `\u` escapes, surrogate
-///   pairs included, are decoded; a lone surrogate is an error.
-/// - Nesting deeper than ``DepotCore/FieldValue/maximumDepth`` is an error, found before
-///   the stack is at risk.
+/// The dialect (see Docs/TypeMapping.md):
 ///
-/// Syntax errors throw `.corrupted`, values JSON can say but Depot cannot store throw
-/// `.decoding`; both name the collection being read and the line, column and byte offset.
-struct JSONValueReader {
-    let input: UnsafeBufferPointer<UInt8>
-    var position = 0
-    /// The collection being read, for error messages.
-    var context: String?
-    let maximumDepth: Int
+/// - A number without `.` or exponent is an int and must fit in Int64: one outside is a
+///   `.decoding` error, never silently rounded to a double (write it as `1e20` or as a
+///   string). A number with `.` or an exponent is a double and must be finite. `-0` is the
+///   int 0; `-0.0` is the double.
+/// - A one-key object `{"$bytes":"BASE64"}` is bytes, `{"$double":"Infinity"}` or
+///   `{"$double":"-Infinity"}` (also `"inf"`, `"-inf"`) an infinity, and
+///   `{"$object":{...}}` the object inside taken as it is (its own one-key tag, if any, is
+///   not interpreted; the wrapper is not a level of nesting). With
+///   ``acceptsLegacyBase64``, `{"$base64":"BASE64"}` is bytes too. A one-key tag object
+///   holding anything else is an error; a tag key beside other keys is an ordinary key.
+/// - Keys may appear once per object. Strings must be valid UTF-8 without raw control
+///   characters; `\u` escapes, surrogate pairs included, are decoded; a lone surrogate is
+///   an error.
+/// - Nesting deeper than ``maximumDepth`` is an error, found before the stack is at risk.
+///
+/// Every error names the line, the column (bytes from 1) and the byte offset, and, when set,
+/// the collection (``context``); how it is worded and coded depends on ``reporting``.
+package struct JSONReader {
+    /// How errors are worded and coded.
+    package enum Reporting: Sendable {
+        /// JSON text handed over as a value (``JSONText``): every error is `.decoding`,
+        /// worded `Malformed JSON at line L, column C: what.`, with the byte offset in the
+        /// error's detail.
+        case text
+        /// A store file: text that is not JSON is `.corrupted` (`the file is not valid
+        /// JSON: what at line L, column C (byte B).`), JSON that Depot cannot store is
+        /// `.decoding`; both start with the collection when ``JSONReader/context`` is set.
+        case file
+    }
 
-    init(_ input: UnsafeBufferPointer<UInt8>, maximumDepth: Int = FieldValue.maximumDepth) {
+    /// The text being read.
+    package let input: UnsafeBufferPointer<UInt8>
+    /// The offset of the next byte to read.
+    package var position = 0
+    /// The collection being read, for error messages.
+    package var context: String?
+    /// The deepest nesting ``readValue(depth:)`` accepts.
+    package let maximumDepth: Int
+    /// How errors are worded and coded.
+    package let reporting: Reporting
+    /// Whether `{"$base64":"..."}` (the bytes tag of Depot's first HTTP wire format) is
+    /// read as bytes; otherwise it is an ordinary object.
+    package let acceptsLegacyBase64: Bool
+
+    /// A reader at the start of `input`.
+    package init(_ input: UnsafeBufferPointer<UInt8>, maximumDepth: Int = FieldValue.maximumDepth,
+                 reporting: Reporting, acceptsLegacyBase64: Bool = false) {
         self.input = input
         self.maximumDepth = maximumDepth
+        self.reporting = reporting
+        self.acceptsLegacyBase64 = acceptsLegacyBase64
     }
 
     // MARK: Errors
 
-    /// "line L, column C (byte B)" for a byte offset; columns count bytes from 1.
-    static func location(in input: UnsafeBufferPointer<UInt8>, offset: Int) -> String {
-        let end = min(offset, input.count)
+    /// Line and column (bytes from 1) of a byte offset.
+    package static func lineAndColumn(in input: UnsafeBufferPointer<UInt8>, offset: Int) -> (line: Int, column: Int) {
+        let end = min(max(offset, 0), input.count)
         var line = 1
         var lineStart = 0
         for i in 0..<end where input[i] == 0x0A {
             line += 1
             lineStart = i + 1
         }
-        return "line \(line), column \(end - lineStart + 1) (byte \(offset))"
+        return (line, end - lineStart + 1)
     }
 
-    func failure(_ code: DepotError.Code, _ message: String, at offset: Int) -> DepotError {
-        let place = JSONValueReader.location(in: input, offset: offset)
-        let prefix = context.map { "In collection '\($0)', " } ?? ""
-        return DepotError(code, "\(prefix)\(message) at \(place).", collection: context, detail: "byte offset \(offset)")
+    /// "line L, column C (byte B)" for a byte offset; columns count bytes from 1.
+    package static func location(in input: UnsafeBufferPointer<UInt8>, offset: Int) -> String {
+        let (line, column) = lineAndColumn(in: input, offset: offset)
+        return "line \(line), column \(column) (byte \(offset))"
     }
 
-    func syntax(_ message: String, at offset: Int? = nil) -> DepotError {
-        failure(.corrupted, "the file is not valid JSON: \(message)", at: offset ?? position)
+    /// An error about the text at `offset`. `code` is what a store file gets; with
+    /// ``Reporting/text`` every error is `.decoding`.
+    package func failure(_ code: DepotError.Code, _ message: String, at offset: Int) -> DepotError {
+        switch reporting {
+        case .text:
+            let (line, column) = JSONReader.lineAndColumn(in: input, offset: offset)
+            return DepotError(.decoding, "Malformed JSON at line \(line), column \(column): \(message).", collection: context, detail: "byte offset \(offset)")
+        case .file:
+            let place = JSONReader.location(in: input, offset: offset)
+            let prefix = context.map { "In collection '\($0)', " } ?? ""
+            return DepotError(code, "\(prefix)\(message) at \(place).", collection: context, detail: "byte offset \(offset)")
+        }
+    }
+
+    /// An error for text that is not JSON at `offset` (the current position by default).
+    package func syntax(_ message: String, at offset: Int? = nil) -> DepotError {
+        switch reporting {
+        case .text: failure(.decoding, message, at: offset ?? position)
+        case .file: failure(.corrupted, "the file is not valid JSON: \(message)", at: offset ?? position)
+        }
+    }
+
+    /// `text` in single quotes for a message, control characters shown as `\u{..}`, cut
+    /// after 40 scalars.
+    package static func quoted(_ text: String) -> String {
+        var shown = ""
+        for scalar in text.unicodeScalars.prefix(40) {
+            if scalar.value < 0x20 || scalar.value == 0x7F { shown += "\\u{\(String(scalar.value, radix: 16))}" } else { shown.unicodeScalars.append(scalar) }
+        }
+        return "'" + shown + (text.unicodeScalars.count > 40 ? "…'" : "'")
     }
 
     // MARK: Tokens
 
-    mutating func skipWhitespace() {
+    /// Moves past spaces, tabs, line feeds and carriage returns.
+    package mutating func skipWhitespace() {
         while position < input.count {
             switch input[position] {
             case 0x20, 0x0A, 0x0D, 0x09: position += 1
@@ -63,22 +125,25 @@ struct JSONValueReader {
     }
 
     /// The next non-whitespace byte, not consumed; `nil` at the end.
-    mutating func peek() -> UInt8? {
+    package mutating func peek() -> UInt8? {
         skipWhitespace()
         return position < input.count ? input[position] : nil
     }
 
+    /// Consumes `byte` (after white space), or throws a syntax error naming `what`.
     mutating func expect(_ byte: UInt8, _ what: String) throws {
         guard peek() == byte else { throw syntax(peek() == nil ? "the text ends where \(what) was expected" : "expected \(what)") }
         position += 1
     }
 
     /// `true` at the end of the input (after whitespace).
-    mutating func atEnd() -> Bool { peek() == nil }
+    package mutating func atEnd() -> Bool { peek() == nil }
 
     /// Reads `{ "key": ... , ... }`, calling `member` with each key and its offset; `member`
-    /// must read the value. Duplicate keys are an error.
-    mutating func readObject(_ member: (inout JSONValueReader, String, Int) throws -> Void) throws {
+    /// must read the value. A key that appears twice is `.decoding` (see ``duplicateKey(_:at:)``);
+    /// with `checkingDuplicates: false` the caller finds repeats itself (a dictionary it fills
+    /// tells it for free).
+    package mutating func readObject(checkingDuplicates: Bool = true, _ member: (inout JSONReader, String, Int) throws -> Void) throws {
         try expect(0x7B, "'{'")
         if peek() == 0x7D { position += 1; return }
         var seen = Set<String>()
@@ -86,9 +151,7 @@ struct JSONValueReader {
             guard peek() == 0x22 else { throw syntax("expected a quoted key") }
             let keyOffset = position
             let key = try readString()
-            guard seen.insert(key).inserted else {
-                throw failure(.decoding, "key \(JSONValueReader.quoted(key)) appears twice in one object", at: keyOffset)
-            }
+            if checkingDuplicates, !seen.insert(key).inserted { throw duplicateKey(key, at: keyOffset) }
             try expect(0x3A, "':' after a key")
             try member(&self, key, keyOffset)
             switch peek() {
@@ -100,8 +163,13 @@ struct JSONValueReader {
         }
     }
 
+    /// The error for `key` appearing a second time, at `offset`.
+    package func duplicateKey(_ key: String, at offset: Int) -> DepotError {
+        failure(.decoding, "key \(JSONReader.quoted(key)) appears twice in one object", at: offset)
+    }
+
     /// Reads `[ ..., ... ]`, calling `element` with each element's offset; `element` must read it.
-    mutating func readArray(_ element: (inout JSONValueReader, Int) throws -> Void) throws {
+    package mutating func readArray(_ element: (inout JSONReader, Int) throws -> Void) throws {
         try expect(0x5B, "'['")
         if peek() == 0x5D { position += 1; return }
         while true {
@@ -116,18 +184,18 @@ struct JSONValueReader {
         }
     }
 
-    static func quoted(_ text: String) -> String {
-        var shown = ""
-        for scalar in text.unicodeScalars.prefix(40) {
-            if scalar.value < 0x20 || scalar.value == 0x7F { shown += "\\u{\(String(scalar.value, radix: 16))}" } else { shown.unicodeScalars.append(scalar) }
-        }
-        return "'" + shown + (text.unicodeScalars.count > 40 ? "…'" : "'")
-    }
-
     // MARK: Values
 
-    /// Reads any value at nesting `depth` (a top-level field value has depth 0).
-    mutating func readValue(depth: Int) throws -> FieldValue {
+    /// Reads the whole input as one value (white space around it allowed).
+    package mutating func readDocument() throws -> FieldValue {
+        let value = try readValue(depth: 0)
+        guard atEnd() else { throw syntax("unexpected text after the value") }
+        return value
+    }
+
+    /// Reads any value at nesting `depth` (arrays and objects read their members at
+    /// `depth + 1`).
+    package mutating func readValue(depth: Int) throws -> FieldValue {
         guard depth <= maximumDepth else {
             throw failure(.decoding, "values nest deeper than \(maximumDepth) levels", at: position)
         }
@@ -158,27 +226,29 @@ struct JSONValueReader {
 
     /// An object or a tagged value.
     ///
-    /// `{"$object": {...}}` with `$object` as its only key is an escaped object: the object
-    /// inside is taken as it is (its own one-key tag, if any, is not interpreted), and the
-    /// wrapper is not a level of nesting. Whether `$object` is the only key is found by
-    /// skipping its value first (only objects whose first key is `$object` pay for that).
+    /// Whether `$object` is the only key of its object is found by skipping its value
+    /// first, so only objects whose first key is `$object` pay for the look ahead.
     private mutating func readObjectValue(depth: Int) throws -> FieldValue {
         let start = position
         var members: [String: FieldValue] = [:]
         var escaped: [String: FieldValue]?
-        try readObject { reader, key, _ in
+        try readObject(checkingDuplicates: false) { reader, key, keyOffset in
             if key == "$object", members.isEmpty, reader.peek() == 0x7B, reader.isOnlyMember() {
                 var inner: [String: FieldValue] = [:]
-                try reader.readObject { r, k, _ in inner[k] = try r.readValue(depth: depth + 1) }
+                try reader.readObject(checkingDuplicates: false) { r, k, kOffset in
+                    let value = try r.readValue(depth: depth + 1)
+                    guard inner.updateValue(value, forKey: k) == nil else { throw r.duplicateKey(k, at: kOffset) }
+                }
                 escaped = inner
                 members[key] = .null
             } else {
-                members[key] = try reader.readValue(depth: depth + 1)
+                let value = try reader.readValue(depth: depth + 1)
+                guard members.updateValue(value, forKey: key) == nil else { throw reader.duplicateKey(key, at: keyOffset) }
             }
         }
         if let escaped { return .object(escaped) }
-        if members.count == 1, let (key, value) = members.first, JSONValueWriter.tags.contains(key) {
-            return try decodeTag(key, value, at: start)
+        if members.count == 1, let (key, value) = members.first, key.utf8.first == 0x24 {
+            return try decodeTag(key, value, at: start) ?? .object(members)
         }
         return .object(members)
     }
@@ -208,12 +278,18 @@ struct JSONValueReader {
         return false
     }
 
-    /// Turns a one-key tag object into its value.
-    private func decodeTag(_ key: String, _ value: FieldValue, at offset: Int) throws -> FieldValue {
+    /// The value a one-key object stands for when its key is a tag; `nil` when the key is
+    /// not a tag (the object is an ordinary object).
+    private func decodeTag(_ key: String, _ value: FieldValue, at offset: Int) throws -> FieldValue? {
         switch key {
         case "$bytes":
             guard case .string(let text) = value, let data = Data(base64Encoded: text) else {
                 throw failure(.decoding, "a {\"$bytes\": ...} value must hold a base64 string", at: offset)
+            }
+            return .bytes(data)
+        case "$base64" where acceptsLegacyBase64:
+            guard case .string(let text) = value, let data = Data(base64Encoded: text) else {
+                throw failure(.decoding, "a {\"$base64\": ...} value must hold a base64 string", at: offset)
             }
             return .bytes(data)
         case "$double":
@@ -222,8 +298,11 @@ struct JSONValueReader {
             case .string("-Infinity"), .string("-inf"): return .double(-.infinity)
             default: throw failure(.decoding, "a {\"$double\": ...} value must be \"Infinity\" or \"-Infinity\" (NaN is not stored)", at: offset)
             }
-        default:
+        case "$object":
+            // An `$object` holding an object was read as the escape already.
             throw failure(.decoding, "a {\"$object\": ...} value must hold an object", at: offset)
+        default:
+            return nil
         }
     }
 
@@ -253,17 +332,8 @@ struct JSONValueReader {
         }
         let text = UnsafeBufferPointer(rebasing: input[start..<position])
         if !isDouble {
-            var negative = false
-            var i = 0
-            if text[0] == 0x2D { negative = true; i = 1 }
-            var value: Int64 = 0
-            while i < text.count {
-                let digit = Int64(text[i] - 0x30)
-                let (m, o1) = value.multipliedReportingOverflow(by: 10)
-                let (s, o2) = negative ? m.subtractingReportingOverflow(digit) : m.addingReportingOverflow(digit)
-                if o1 || o2 { throw failure(.decoding, "an integer does not fit in 64 bits", at: start) }
-                value = s
-                i += 1
+            guard let value = JSONReader.int64(text) else {
+                throw failure(.decoding, "the integer \(String(decoding: text.prefix(40), as: UTF8.self)) does not fit in 64 bits (write it with an exponent, or as a string, to keep it)", at: start)
             }
             return .int(value)
         }
@@ -273,10 +343,27 @@ struct JSONValueReader {
         return .double(value)
     }
 
+    /// The integer an optional `-` and ASCII digits spell, or `nil` outside Int64.
+    private static func int64(_ text: UnsafeBufferPointer<UInt8>) -> Int64? {
+        var negative = false
+        var i = 0
+        if text[0] == 0x2D { negative = true; i = 1 }
+        var value: Int64 = 0
+        while i < text.count {
+            let digit = Int64(text[i] &- 0x30)
+            let (m, o1) = value.multipliedReportingOverflow(by: 10)
+            let (s, o2) = negative ? m.subtractingReportingOverflow(digit) : m.addingReportingOverflow(digit)
+            if o1 || o2 { return nil }
+            value = s
+            i += 1
+        }
+        return value
+    }
+
     @inline(__always) private func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
 
     /// Reads a quoted string at the current position.
-    mutating func readString() throws -> String {
+    package mutating func readString() throws -> String {
         guard peek() == 0x22 else { throw syntax("expected a string") }
         let start = position
         position += 1
@@ -285,9 +372,9 @@ struct JSONValueReader {
         while position < input.count {
             let b = input[position]
             if b == 0x22 {
-                let raw = UnsafeBufferPointer(rebasing: input[contentStart..<position])
+                let raw = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: input[contentStart..<position]))
                 position += 1
-                guard let text = String(validating: raw, as: UTF8.self) else { throw syntax("a string is not valid UTF-8", at: start) }
+                guard let text = String(exactUTF8: raw) else { throw syntax("a string is not valid UTF-8", at: start) }
                 return text
             }
             if b == 0x5C { break }
@@ -300,7 +387,7 @@ struct JSONValueReader {
             switch b {
             case 0x22:
                 position += 1
-                guard let text = String(validating: bytes, as: UTF8.self) else { throw syntax("a string is not valid UTF-8", at: start) }
+                guard let text = bytes.withUnsafeBytes({ String(exactUTF8: $0) }) else { throw syntax("a string is not valid UTF-8", at: start) }
                 return text
             case 0x5C:
                 let escapeStart = position
