@@ -34,13 +34,16 @@ public final class Store: Sendable {
         self.name = name ?? driver.backendName
     }
 
-    /// Opens a store from a store string through `registry`.
+    /// Opens a store from a store string through `registry`, and runs the registry's
+    /// ``DriverRegistry/onOpen(_:)`` setups on it.
     /// - Throws: ``DepotError`` `.invalidStore` for an unknown scheme or bad option, or the driver's error.
     public static func open(_ string: String, registry: DriverRegistry) async throws -> Store {
         let driver = try await registry.makeDriver(string)
         let shown = (try? StoreLocation(string).description) ?? driver.backendName
         do {
-            return try await Store(driver: driver, name: shown)
+            let store = try await Store(driver: driver, name: shown)
+            for setup in registry.storeSetups { setup(store) }
+            return store
         } catch {
             try? await driver.close()
             throw error

@@ -138,6 +138,8 @@ public struct DriverRegistry: Sendable {
     public typealias Factory = @Sendable (StoreLocation) async throws -> any StorageDriver
 
     private var factories: [String: Factory] = [:]
+    /// What every store opened through this registry gets before it is handed out.
+    private(set) var storeSetups: [@Sendable (Store) -> Void] = []
 
     /// An empty registry; `DriverRegistry.standard` in the `Depot` module has every built-in driver.
     public init() {}
@@ -145,6 +147,13 @@ public struct DriverRegistry: Sendable {
     /// Adds or replaces the factory for `scheme` (lowercase).
     public mutating func register(_ scheme: String, factory: @escaping Factory) {
         factories[scheme.lowercased()] = factory
+    }
+
+    /// Adds work that ``Store/open(_:registry:)`` does on every store it opens, before
+    /// returning it: how layers above the core attach their write observers (the sync
+    /// outbox of `DriverRegistry.standard`) to stores opened from a string.
+    public mutating func onOpen(_ setup: @escaping @Sendable (Store) -> Void) {
+        storeSetups.append(setup)
     }
 
     /// The registered schemes, sorted.

@@ -154,6 +154,24 @@ struct Note: Model, Equatable {
         #expect(try await people.get(1)?.fields["flag"] == nil)
     }
 
+    /// A store opened from a string through the standard registry, or one built from it
+    /// with a third-party driver added, records the outbox of an attached collection without
+    /// any coordinator in the process; a registry of its own (no setups) does not.
+    @Test func storesOpenedThroughTheStandardRegistryRecordTheOutbox() async throws {
+        var extended = DriverRegistry.standard
+        extended.register("other") { _ in MemoryDriver() }
+        var bare = DriverRegistry()
+        MemoryDriver.register(in: &bare)
+        for (registry, string, records) in [(DriverRegistry.standard, "memory:", true), (extended, "other:", true), (bare, "memory:", false)] {
+            let store = try await Store.open(string, registry: registry)
+            try await store.collection(try CollectionName(reserved: "_depot_sync")).save(Record(id: "notes", fields: ["remote": "http://127.0.0.1:1", "path": "/notes"]))
+            try await store.collection("notes").save(Record(id: "a", fields: ["t": 1]))
+            let entries = try await store.read { tx in try Outbox.entries(in: tx) }
+            #expect(entries.map(\.recordID) == (records ? ["a"] : []), "\(string) records: \(records)")
+            #expect(store.writeObservers.contains { $0 is OutboxRecorder } == records)
+        }
+    }
+
     @Test func badInputGetsTypedErrors() async throws {
         let store = try await store()
         let c = try store.collection("c")
