@@ -96,10 +96,14 @@ public enum JSONText {
 
 extension Record {
     /// The record as one JSON object: `id` first in meaning, then its fields (sorted keys).
-    public var jsonText: String {
+    public var jsonText: String { JSONText.serialize(jsonObject) }
+
+    /// The record as the JSON object value ``jsonText`` writes: its fields and its `id`.
+    /// ``init(jsonObject:)`` reads it back.
+    public var jsonObject: FieldValue {
         var object = fields
         object["id"] = id.fieldValue
-        return JSONText.serialize(.object(object))
+        return .object(object)
     }
 
     /// Reads a record from a JSON object with an `id` (integer or string).

@@ -98,8 +98,13 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     /// tests.
     public var driverWriteTransaction: any WriteTransaction { writer }
 
-    private func prepared(_ record: Record, _ collection: CollectionName) throws -> Record {
+    /// Throws `.closed` once the transaction's closure has returned.
+    private func checkValid() throws {
         guard isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
+    }
+
+    private func prepared(_ record: Record, _ collection: CollectionName) throws -> Record {
+        try checkValid()
         let clean = record.withoutNulls
         try clean.validate(collection: collection.rawValue)
         return clean
@@ -162,8 +167,8 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     ///   the record method of `mode`.
     @discardableResult
     func write<M: Model>(_ model: M, _ mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
-        guard isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
-        let copiesFields = try !observers.isEmpty && observersWantFields(collection)
+        try checkValid()
+        let copiesFields = try observersWantFields(collection)
         let validator: ValidatingFieldSink
         if let cached = validatingSink, cached.collection == collection.rawValue {
             validator = cached
@@ -218,7 +223,7 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     /// Deletes by id; `false` if there was none.
     @discardableResult
     public func delete(_ id: RecordID, from collection: CollectionName) throws -> Bool {
-        guard isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
+        try checkValid()
         let deleted = try writer.delete(id, from: collection)
         if deleted { try note(.deleted, id, collection, fields: nil) }
         return deleted
@@ -229,7 +234,7 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     /// each is then a change event and reaches the observers.
     @discardableResult
     public func delete(matching filter: Filter, from collection: CollectionName) throws -> Int {
-        guard isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
+        try checkValid()
         try filter.validate()
         let ids = try writer.deleteReturningIDs(matching: filter, from: collection)
         for id in ids { try note(.deleted, id, collection, fields: nil) }
@@ -238,7 +243,7 @@ public final class StoreWriteTransaction: StoreReadTransaction {
 
     /// Creates a collection or makes its constraints and indexes those of `schema`.
     public func prepare(_ schema: CollectionSchema) throws {
-        guard isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
+        try checkValid()
         try schema.validate()
         try writer.prepare(schema)
     }
@@ -246,7 +251,7 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     /// Removes a collection and its records.
     @discardableResult
     public func dropCollection(_ collection: CollectionName) throws -> Bool {
-        guard isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
+        try checkValid()
         return try writer.dropCollection(collection)
     }
 

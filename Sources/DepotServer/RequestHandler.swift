@@ -135,7 +135,7 @@ struct RequestHandler: Sendable {
         var bytes: [UInt8] = [0x5B]
         for (n, record) in records.enumerated() {
             if n > 0 { bytes.append(0x2C) }
-            JSONText.write(Self.object(record), into: &bytes)
+            JSONText.write(record.jsonObject, into: &bytes)
         }
         bytes.append(0x5D)
         let body = String(decoding: bytes, as: UTF8.self)
@@ -164,7 +164,7 @@ struct RequestHandler: Sendable {
                 var item: [String: FieldValue] = ["seq": .int(seq), "collection": .string(name), "id": id.fieldValue, "op": .string(op)]
                 if op == "upsert" {
                     guard let record = try tx.get(id, from: collection) else { continue }
-                    item["record"] = Self.object(record)
+                    item["record"] = record.jsonObject
                     item["etag"] = .string(WireETag.of(record))
                 }
                 items.append(.object(item))
@@ -209,13 +209,6 @@ struct RequestHandler: Sendable {
     }
 
     // MARK: Writing
-
-    /// A record as the JSON object the wire carries: its fields and its `id`.
-    static func object(_ record: Record) -> FieldValue {
-        var fields = record.fields
-        fields["id"] = record.id.fieldValue
-        return .object(fields)
-    }
 
     /// Parses a JSON object body into an optional id and validated fields. The body is
     /// Depot's JSON text; `{"$base64": ...}` from clients of the older wire is read as bytes
