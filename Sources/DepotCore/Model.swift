@@ -1,5 +1,50 @@
 import Foundation
 
+/// A type stored as records of one collection: its id, its schema, and how its fields are
+/// written to a record and read back.
+///
+/// Two kinds of types conform:
+/// - ``Model``: any `Codable` type with an `id`; the mapping goes through the `Codable`
+///   machinery (``RecordEncoder``, ``RecordDecoder``) and needs no code of its own.
+/// - A type marked `@Model` (the `DepotModel` product): the macro writes the mapping
+///   straight to ``FieldSink`` and from ``FieldSource``, so nothing of `Codable` runs when
+///   it is stored or read, and its attributes choose the id property, stored names,
+///   transformers, defaults, constraints and indexes.
+///
+/// ``Repository``, ``TransactionRepository`` and ``StoreReadTransaction/models(_:_:in:)``
+/// take any `StoredModel`. The requirements are the contract the macro fulfils; write them
+/// by hand only when neither suits (Docs/Models.md shows what each one must do).
+public protocol StoredModel: Sendable {
+    /// The type of the model's id: `Int`, `Int64`, `String`, `UUID`, or an optional of one
+    /// of them (an optional integer that is `nil` asks the store to assign the id).
+    associatedtype ID: ModelID
+    /// The collection's name; defaults to the type's name.
+    static var collectionName: String { get }
+    /// Unique constraints; none by default.
+    static var uniqueConstraints: [UniqueConstraint] { get }
+    /// Secondary indexes; none by default.
+    static var indexes: [IndexDefinition] { get }
+
+    /// The model's id as a record id; `nil` when the store is to assign one on insert.
+    var storedRecordID: RecordID? { get }
+
+    /// Hands every stored field to `sink` (``FieldSink/set(_:forField:)``, a `.null` for an
+    /// absent optional) and returns the record id, `nil` when the store is to assign one.
+    /// The id is never one of the fields. Must write the same names in the same order each
+    /// time: the store validates a model's names once and then only compares them.
+    /// - Throws: ``DepotError`` `.encoding` or `.invalidValue`, and what `sink` throws.
+    func encodeRecord(into sink: any FieldSink) throws -> RecordID?
+
+    /// Reads a model from a stored record's fields.
+    /// - Throws: ``DepotError`` `.decoding` naming the field that is missing or does not
+    ///   fit, or the source's `.corrupted`.
+    init(record source: any FieldSource) throws
+
+    /// This model with its id replaced by `id`, which the store just assigned.
+    /// - Throws: `.invalidValue` when the id type cannot hold `id`.
+    func assigningID(_ id: RecordID) throws -> Self
+}
+
 /// A Codable type stored as records of one collection.
 ///
 /// Conform with an `id` and nothing else; declare constraints and indexes when you need them:
@@ -14,22 +59,17 @@ import Foundation
 /// }
 /// ```
 ///
-/// The collection is named after the type unless ``collectionName`` says otherwise.
-/// Adding a property needs no migration; removing one leaves the old field in stored records.
-public protocol Model: Codable, Sendable {
-    /// The type of ``id``: `Int`, `Int64`, `String`, `UUID`, or an optional of one of them.
-    associatedtype ID: ModelID
+/// The collection is named after the type unless ``StoredModel/collectionName`` says
+/// otherwise. Adding a property needs no migration as long as it is optional; removing one
+/// leaves the old field in stored records.
+public protocol Model: StoredModel, Codable {
+    /// The type of ``id`` (restated here so that it is inferred from ``id``).
+    associatedtype ID
     /// The record id. An optional integer id that is `nil` asks the store to assign one.
     var id: ID { get }
-    /// The collection's name; defaults to the type's name.
-    static var collectionName: String { get }
-    /// Unique constraints; none by default.
-    static var uniqueConstraints: [UniqueConstraint] { get }
-    /// Secondary indexes; none by default.
-    static var indexes: [IndexDefinition] { get }
 }
 
-extension Model {
+extension StoredModel {
     /// The type's name, for example `"Book"` for `struct Book`.
     public static var collectionName: String { String(describing: Self.self) }
     /// No unique constraints.
@@ -46,12 +86,39 @@ extension Model {
     }
 }
 
+extension Model {
+    /// ``Model/id`` as a record id.
+    public var storedRecordID: RecordID? { id.recordID }
+
+    /// Encodes the model with ``RecordEncoder/encodeRecord(_:into:)``: its `id` key is the
+    /// record id, every other key a field.
+    public func encodeRecord(into sink: any FieldSink) throws -> RecordID? {
+        try RecordEncoder().encodeRecord(self, into: sink)
+    }
+
+    /// Decodes the model with ``RecordDecoder/decode(_:from:)-(_,FieldSource)``; the record
+    /// id is offered under the key `id`.
+    public init(record source: any FieldSource) throws {
+        self = try RecordDecoder().decode(Self.self, from: source)
+    }
+
+    /// Encodes the model and decodes it again with the record id `id`.
+    public func assigningID(_ id: RecordID) throws -> Self {
+        let sink = DictionaryFieldSink()
+        _ = try encodeRecord(into: sink)
+        return try RecordDecoder().decode(Self.self, from: Record(id: id, fields: sink.fields))
+    }
+}
+
 /// A type that can be a model's id: integers, strings, UUIDs, and optionals of them.
 public protocol ModelID: Codable, Sendable {
     /// The kind of record id it stores as.
     static var idKind: IDKind { get }
     /// The record id, or `nil` for an id the store should assign.
     var recordID: RecordID? { get }
+    /// The id a record id stands for.
+    /// - Throws: `.decoding` when `recordID` is of the other kind or does not fit.
+    init(recordID: RecordID) throws
 }
 
 extension Int: ModelID {
@@ -59,6 +126,11 @@ extension Int: ModelID {
     public static var idKind: IDKind { .int }
     /// The integer as a record id.
     public var recordID: RecordID? { .int(Int64(self)) }
+    /// The integer of an integer record id. - Throws: `.decoding` for a string id.
+    public init(recordID: RecordID) throws {
+        guard case .int(let value) = recordID, let int = Int(exactly: value) else { throw recordID.mismatch(Int.self) }
+        self = int
+    }
 }
 
 extension Int64: ModelID {
@@ -66,6 +138,11 @@ extension Int64: ModelID {
     public static var idKind: IDKind { .int }
     /// The integer as a record id.
     public var recordID: RecordID? { .int(self) }
+    /// The integer of an integer record id. - Throws: `.decoding` for a string id.
+    public init(recordID: RecordID) throws {
+        guard case .int(let value) = recordID else { throw recordID.mismatch(Int64.self) }
+        self = value
+    }
 }
 
 extension String: ModelID {
@@ -73,6 +150,11 @@ extension String: ModelID {
     public static var idKind: IDKind { .string }
     /// The string as a record id.
     public var recordID: RecordID? { .string(self) }
+    /// The string of a string record id. - Throws: `.decoding` for an integer id.
+    public init(recordID: RecordID) throws {
+        guard case .string(let value) = recordID else { throw recordID.mismatch(String.self) }
+        self = value
+    }
 }
 
 extension UUID: ModelID {
@@ -80,6 +162,11 @@ extension UUID: ModelID {
     public static var idKind: IDKind { .string }
     /// The UUID's upper-case string form as a record id.
     public var recordID: RecordID? { .string(uuidString) }
+    /// The UUID a string record id spells (either case). - Throws: `.decoding` otherwise.
+    public init(recordID: RecordID) throws {
+        guard case .string(let text) = recordID, let uuid = UUID(uuidString: text) else { throw recordID.mismatch(UUID.self) }
+        self = uuid
+    }
 }
 
 extension Optional: ModelID where Wrapped: ModelID {
@@ -87,22 +174,37 @@ extension Optional: ModelID where Wrapped: ModelID {
     public static var idKind: IDKind { Wrapped.idKind }
     /// The wrapped id, or `nil`, which asks the store to assign an integer id on insert.
     public var recordID: RecordID? { self?.recordID }
+    /// The wrapped id of `recordID`.
+    public init(recordID: RecordID) throws { self = try Wrapped(recordID: recordID) }
 }
 
-extension Model {
+extension RecordID {
+    func mismatch<T>(_ type: T.Type) -> DepotError {
+        DepotError(.decoding, "The record id \(self) cannot be a \(T.self).", id: self)
+    }
+}
+
+extension StoredModel {
     /// The model as a record. - Throws: `.encoding`, `.invalidValue`, or `.invalidValue` when the id is missing.
     func record() throws -> Record {
-        let (id, fields) = try RecordEncoder().encodeRecord(self)
-        guard let id else {
+        let sink = DictionaryFieldSink()
+        guard let id = try encodeRecord(into: sink) else {
             throw DepotError(.invalidValue, "\(Self.self) has no id; insert it to have the store assign one.", collection: Self.collectionName)
         }
-        return Record(id: id, fields: fields)
+        return Record(id: id, fields: sink.fields)
+    }
+
+    /// The model's fields, nulls removed, and its id (`nil` when the store is to assign one).
+    func fieldsAndID() throws -> (id: RecordID?, fields: [String: FieldValue]) {
+        let sink = DictionaryFieldSink()
+        let id = try encodeRecord(into: sink)
+        return (id, sink.fields)
     }
 
     /// Decodes a model from a record read in place. - Throws: `.decoding` naming the collection and id.
     static func decode(_ source: any FieldSource) throws -> Self {
         do {
-            return try RecordDecoder().decode(Self.self, from: source)
+            return try Self(record: source)
         } catch let error as DepotError {
             var error = error
             error.collection = collectionName
@@ -113,13 +215,6 @@ extension Model {
 
     /// Decodes a model from a record. - Throws: `.decoding` naming the collection and id.
     static func decode(_ record: Record) throws -> Self {
-        do {
-            return try RecordDecoder().decode(Self.self, from: record)
-        } catch let error as DepotError {
-            var error = error
-            error.collection = collectionName
-            error.id = record.id
-            throw error
-        }
+        try decode(RecordFieldSource(record))
     }
 }

@@ -13,10 +13,10 @@ import Synchronization
 ///
 /// Each call is one transaction; group several with ``Store/write(excluding:_:)`` and
 /// ``StoreWriteTransaction/repository(_:)``.
-public struct Repository<M: Model>: Sendable {
+public struct Repository<M: StoredModel>: Sendable {
     /// The store the repository reads and writes.
     public let store: Store
-    /// The model's collection (``Model/collectionName``).
+    /// The model's collection (``StoredModel/collectionName``).
     public let collection: CollectionName
     let cache: ModelCache<M>?
 
@@ -83,7 +83,7 @@ public struct Repository<M: Model>: Sendable {
 
     /// Query by example: the fields set (non-nil) on `example`, except its id, must all match.
     public func find(matching example: M) async throws -> [M] {
-        let (_, fields) = try RecordEncoder().encodeRecord(example)
+        let (_, fields) = try example.fieldsAndID()
         let filter = fields.keys.sorted().reduce(Filter.all) { $0 && Filter.equal($1, fields[$1] ?? .null) }
         return try await query().filter(filter).all()
     }
@@ -133,7 +133,7 @@ extension Store {
     ///   - cacheCapacity: keep up to this many models by id in a read cache that every commit
     ///     of this store invalidates before it returns; `0` for none.
     /// - Throws: `.invalidName`, `.schemaMismatch`, `.uniqueViolation` (existing data breaks a new constraint).
-    public func repository<M: Model>(_ type: M.Type, cacheCapacity: Int = 0) async throws -> Repository<M> {
+    public func repository<M: StoredModel>(_ type: M.Type, cacheCapacity: Int = 0) async throws -> Repository<M> {
         let schema = try M.schema()
         let key = String(reflecting: M.self)
         if !preparedModels.withLock({ $0.contains(key) }) {
@@ -151,7 +151,7 @@ extension Store {
 }
 
 /// A query being built over a repository; every step returns a new value.
-public struct RepositoryQuery<M: Model>: Sendable {
+public struct RepositoryQuery<M: StoredModel>: Sendable {
     /// The repository the query runs against.
     public let repository: Repository<M>
     /// The query built so far.
@@ -230,7 +230,7 @@ public struct RepositoryQuery<M: Model>: Sendable {
 }
 
 /// A bounded read cache by id, invalidated synchronously by every commit of its store.
-final class ModelCache<M: Model>: ChangeInvalidated, @unchecked Sendable {
+final class ModelCache<M: StoredModel>: ChangeInvalidated, @unchecked Sendable {
     // @unchecked: all mutable state lives in `state`, a Mutex.
     struct State {
         var entries: [RecordID: (model: M, tick: UInt64)] = [:]

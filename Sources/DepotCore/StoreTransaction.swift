@@ -39,7 +39,7 @@ public class StoreReadTransaction {
     }
     /// The results of `query` decoded as `M`, read in place where the driver can.
     /// - Throws: `.decoding` naming the collection and id of the record that does not decode.
-    public func models<M: Model>(_ type: M.Type, _ query: Query, in collection: CollectionName) throws -> [M] {
+    public func models<M: StoredModel>(_ type: M.Type, _ query: Query, in collection: CollectionName) throws -> [M] {
         var out: [M] = []
         if let limit = query.limit { out.reserveCapacity(min(limit, 1024)) }
         try forEachFields(query, in: collection) { source in
@@ -49,7 +49,7 @@ public class StoreReadTransaction {
         return out
     }
     /// The record with `id` decoded as `M`, read in place where the driver can.
-    public func model<M: Model>(_ type: M.Type, id: RecordID, in collection: CollectionName) throws -> M? {
+    public func model<M: StoredModel>(_ type: M.Type, id: RecordID, in collection: CollectionName) throws -> M? {
         try base.withFields(of: id, from: collection) { try M.decode($0) }
     }
     /// The number of records `filter` matches.
@@ -70,7 +70,7 @@ public class StoreReadTransaction {
     public func collectionNames() throws -> [CollectionName] { try base.collectionNames() }
 
     /// Typed access to `M`'s collection inside this transaction.
-    public func repository<M: Model>(_ type: M.Type) throws -> TransactionRepository<M> {
+    public func repository<M: StoredModel>(_ type: M.Type) throws -> TransactionRepository<M> {
         TransactionRepository(transaction: self, collection: try M.collection())
     }
 }
@@ -166,7 +166,7 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     /// - Throws: `.invalidValue` when the model has no id, the encoder's errors, and those of
     ///   the record method of `mode`.
     @discardableResult
-    func write<M: Model>(_ model: M, _ mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
+    func write<M: StoredModel>(_ model: M, _ mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
         try checkValid()
         let copiesFields = try observersWantFields(collection)
         let validator: ValidatingFieldSink
@@ -180,7 +180,7 @@ public final class StoreWriteTransaction: StoreReadTransaction {
         let outcome = try writer.write(mode, into: collection) { sink in
             validator.start(sink, copying: copiesFields)
             defer { validator.finish() }
-            guard let id = try RecordEncoder().encodeRecord(model, into: validator) else {
+            guard let id = try model.encodeRecord(into: validator) else {
                 throw DepotError(.invalidValue, "\(M.self) has no id; insert it to have the store assign one.", collection: collection.rawValue)
             }
             try id.validate(collection: collection.rawValue)
@@ -257,7 +257,7 @@ public final class StoreWriteTransaction: StoreReadTransaction {
 
     /// Typed access to `M`'s collection inside this transaction; prepares `M`'s schema
     /// (constraints, indexes) the first time this store sees `M`.
-    public override func repository<M: Model>(_ type: M.Type) throws -> TransactionRepository<M> {
+    public override func repository<M: StoredModel>(_ type: M.Type) throws -> TransactionRepository<M> {
         let key = String(reflecting: M.self)
         if !store.preparedModels.withLock({ $0.contains(key) }) && !preparedModels.contains(key) {
             try prepare(try M.schema())

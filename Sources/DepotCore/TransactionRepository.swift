@@ -9,7 +9,7 @@
 ///     try tx.repository(Transfer.self).insert(transfer)
 /// }
 /// ```
-public struct TransactionRepository<M: Model> {
+public struct TransactionRepository<M: StoredModel> {
     let transaction: StoreReadTransaction
     /// The model's collection.
     public let collection: CollectionName
@@ -48,11 +48,11 @@ public struct TransactionRepository<M: Model> {
     /// - Throws: `.alreadyExists`, `.uniqueViolation`, `.invalidValue`.
     @discardableResult
     public func insert(_ model: M) throws -> M {
-        if model.id.recordID != nil {
+        if model.storedRecordID != nil {
             try writer.write(model, .insert, into: collection)
             return model
         }
-        let (id, fields) = try RecordEncoder().encodeRecord(model)
+        let (id, fields) = try model.fieldsAndID()
         if let id {
             try writer.insert(Record(id: id, fields: fields), into: collection)
             return model
@@ -61,7 +61,7 @@ public struct TransactionRepository<M: Model> {
             throw DepotError(.invalidValue, "Only integer ids can be assigned by the store.", collection: collection.rawValue)
         }
         let assigned = try writer.insert(fields: fields, into: collection)
-        return try M.decode(Record(id: assigned, fields: fields))
+        return try model.assigningID(assigned)
     }
 
     /// Replaces an existing model. - Throws: `.notFound`, `.uniqueViolation`.
@@ -72,7 +72,7 @@ public struct TransactionRepository<M: Model> {
     /// Inserts or replaces. A model without an id is inserted under an assigned id.
     @discardableResult
     public func save(_ model: M) throws -> WriteOutcome {
-        guard model.id.recordID != nil else {
+        guard model.storedRecordID != nil else {
             try insert(model)
             return .inserted
         }
@@ -83,7 +83,7 @@ public struct TransactionRepository<M: Model> {
     /// same natural key (keeping its id) or inserts. Returns the model as stored.
     @discardableResult
     public func upsert(_ model: M, uniqueOn constraint: String) throws -> M {
-        let (_, fields) = try RecordEncoder().encodeRecord(model)
+        let (_, fields) = try model.fieldsAndID()
         let writer = try self.writer
         let existing: RecordID?
         do {
@@ -93,9 +93,8 @@ public struct TransactionRepository<M: Model> {
             throw error
         }
         if let existing {
-            let replacement = Record(id: existing, fields: fields)
-            try writer.update(replacement, in: collection)
-            return try M.decode(replacement)
+            try writer.update(Record(id: existing, fields: fields), in: collection)
+            return try model.assigningID(existing)
         }
         return try insert(model)
     }
