@@ -40,11 +40,14 @@ package final class BlockingExecutor: @unchecked Sendable {
     private let parked = Atomic<Int>(0)
     /// The thread id of the single worker once it runs; 0 before, and for several workers.
     private let threadID = Atomic<UInt>(0)
+    /// Jobs queued and not yet started: raised as a job is queued, lowered as a worker takes it.
+    private let pending = Atomic<Int>(0)
     private let closedError: DepotError
 
     /// Starts the threads.
     /// - Parameters:
-    ///   - name: the thread name (with `.0`, `.1`, ... appended for several workers).
+    ///   - name: the thread name (with `.0`, `.1`, ... appended for several workers), cut
+    ///     to its first 15 bytes, the most Linux keeps (`top -H` and debuggers show it).
     ///   - workers: how many threads take jobs from the one queue (at least 1).
     ///   - stackSize: each thread's stack in bytes; `nil` for the system's default.
     ///   - closedMessage: the message of the `.closed` error refused jobs fail with.
@@ -52,8 +55,16 @@ package final class BlockingExecutor: @unchecked Sendable {
         closedError = DepotError(.closed, closedMessage)
         let count = max(1, workers)
         for n in 0..<count {
-            let thread = Thread { [self] in self.work(recordingID: count == 1) }
-            thread.name = count == 1 ? name : "\(name).\(n)"
+            // Linux keeps at most 15 bytes of a thread's name and ignores a longer one, and
+            // Foundation applies a name only from the thread itself: set it there, cut short.
+            let threadName = String(decoding: (count == 1 ? name : "\(name).\(n)").utf8.prefix(15), as: UTF8.self)
+            let thread = Thread { [self] in
+                Thread.current.name = threadName
+                let id = Self.currentThreadID()
+                BlockingExecutor.workers.withLock { _ = $0.insert(id) }
+                defer { BlockingExecutor.workers.withLock { _ = $0.remove(id) } }
+                self.work(recordingID: count == 1)
+            }
             if let stackSize { thread.stackSize = stackSize }
             thread.start()
         }
@@ -72,6 +83,7 @@ package final class BlockingExecutor: @unchecked Sendable {
             }
             let job = jobs[head]
             head += 1
+            pending.subtract(1, ordering: .relaxed)
             if head == jobs.count {
                 jobs.removeAll(keepingCapacity: true)
                 head = 0
@@ -94,12 +106,26 @@ package final class BlockingExecutor: @unchecked Sendable {
         #endif
     }
 
+    /// The thread ids of every executor's running workers.
+    private static let workers = Mutex<Set<UInt>>([])
+
+    /// `true` when called on a worker thread of any executor: a driver's own thread, not the
+    /// caller's (for tests of where work runs).
+    package static var isWorkerThread: Bool {
+        let id = currentThreadID()
+        return workers.withLock { $0.contains(id) }
+    }
+
     /// `true` when called on the worker of a one-worker executor (from a job, or from a task
     /// that prefers this executor); always `false` for several workers.
     package var isCurrent: Bool {
         let id = threadID.load(ordering: .acquiring)
         return id != 0 && id == Self.currentThreadID()
     }
+
+    /// `true` when no job is waiting to start at this moment (a hint: one may be queued
+    /// right after, and one may be running).
+    package var isIdle: Bool { pending.load(ordering: .acquiring) == 0 }
 
     /// Queues `job` without waiting for it.
     /// - Returns: `false` (and drops `job`) once ``stop()`` has been called.
@@ -110,6 +136,7 @@ package final class BlockingExecutor: @unchecked Sendable {
             condition.unlock()
             return false
         }
+        pending.add(1, ordering: .relaxed)
         jobs.append(job)
         condition.unlock()
         // A worker that parked before the job was queued needs the signal; one that parks

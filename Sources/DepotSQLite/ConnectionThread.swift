@@ -1,16 +1,23 @@
 import DepotCore
+import Foundation
 
 /// One ``SQLiteConnection`` and the thread that owns it: a one-worker
-/// ``DepotCore/BlockingExecutor`` whose jobs are the only users of the connection.
+/// ``DepotCore/BlockingExecutor`` for the connection's queued work, and a lock that whoever
+/// uses the connection holds.
 ///
-/// Every blocking sqlite3 call runs there, never on Swift's cooperative pool: an `async`
-/// caller queues a job and suspends until the thread has run it. The connection is opened
-/// by the first job and closed by the last.
+/// An `async` caller either queues a job and suspends until the thread has run it
+/// (``run(_:)``), or, when the lock is free right now, runs its work on its own thread
+/// (``runIfFree(_:)``, which never waits). Docs/SQLiteDriver.md ("Where transactions run")
+/// says which work may run inline. The connection is opened by the first job and closed
+/// by the last.
 final class ConnectionThread: @unchecked Sendable {
-    // @unchecked: `connection` is read and written only by jobs on `executor`, which has one
-    // worker and runs its jobs one at a time, in order.
+    // @unchecked: `connection` is written only by the first and the last job on `executor`
+    // (before any other use, and after every other job), and used only while `lock` is held.
     private let executor: BlockingExecutor
     private var connection: SQLiteConnection?
+    /// Held by whoever uses the connection: a job on the thread (waiting for it there), or a
+    /// caller running inline (which only ever tries it).
+    private let lock = NSLock()
 
     private init(name: String) {
         executor = BlockingExecutor(name: name, stackSize: 1 << 20, closedMessage: "The SQLite store is closed.")
@@ -34,15 +41,44 @@ final class ConnectionThread: @unchecked Sendable {
     ///   is closed.
     func run<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
         try await executor.run { [self] in
-            guard let connection = self.connection, !connection.isClosed else { throw DepotError(.closed, "The SQLite store is closed.") }
-            return try body(connection)
+            lock.lock()
+            defer { lock.unlock() }
+            return try body(try self.openConnection())
         }
+    }
+
+    /// Queues `body` on the thread without waiting for it (the writer's checkpoints).
+    func submit(_ body: @escaping @Sendable (SQLiteConnection) -> Void) {
+        executor.submit { [self] in
+            lock.lock()
+            defer { lock.unlock() }
+            if let connection, !connection.isClosed { body(connection) }
+        }
+    }
+
+    /// Runs `body` with the connection on the calling thread if nobody is using the
+    /// connection and no job is queued for it at this moment; returns `nil` at once
+    /// otherwise, without waiting.
+    /// - Throws: what `body` throws; `.closed` when the connection is closed.
+    func runIfFree<T>(_ body: (SQLiteConnection) throws -> T) throws -> T? {
+        guard executor.isIdle, lock.try() else { return nil }
+        defer { lock.unlock() }
+        return try body(try openConnection())
+    }
+
+    private func openConnection() throws -> SQLiteConnection {
+        guard let connection, !connection.isClosed else { throw DepotError(.closed, "The SQLite store is closed.") }
+        return connection
     }
 
     /// Finishes the queued jobs, closes the connection, ends the thread, and returns when
     /// the connection is closed.
     func shutdown() async {
-        _ = try? await executor.run { [self] in connection?.close() }
+        _ = try? await executor.run { [self] in
+            lock.lock()
+            defer { lock.unlock() }
+            connection?.close()
+        }
         stop()
     }
 
@@ -51,6 +87,8 @@ final class ConnectionThread: @unchecked Sendable {
         // Queued before the executor stops, so it runs after every job already accepted;
         // a job that slips in between finds the connection gone and throws `.closed`.
         executor.submit { [self] in
+            lock.lock()
+            defer { lock.unlock() }
             connection?.close()
             connection = nil
         }

@@ -14,9 +14,21 @@ enum SQLValue {
 
 /// One sqlite3 connection and its prepared-statement cache.
 ///
-/// Not thread-safe: a connection is used only on the ``ConnectionThread`` that owns it.
+/// Not thread-safe: a connection is used by one thread at a time, the one holding its
+/// ``ConnectionThread``'s lock (its own thread, or a caller running a transaction inline).
 final class SQLiteConnection {
     let db: OpaquePointer
+    /// The busy timeout the connection was opened with.
+    let busyTimeoutMilliseconds: Int32
+    /// How many more ``Statement/step()`` calls the current inline transaction may make
+    /// before it is abandoned (see Docs/SQLiteDriver.md, "Where transactions run"); `Int.max`
+    /// outside inline transactions.
+    var stepsLeft = Int.max
+    /// Set when an inline transaction ran out of steps: whatever its body returned or threw
+    /// afterwards, the transaction is rolled back and run again on the connection's thread.
+    var overBudget = false
+    /// The pages in the write-ahead log after the last commit, as SQLite's WAL hook reports.
+    var walPages: Int32 = 0
     private var cache: [String: OpaquePointer] = [:]
     /// The last few statements used, most recent first, checked before `cache`: comparing a
     /// statement's SQL with `==` is immediate when it is the same string (a collection's
@@ -43,6 +55,7 @@ final class SQLiteConnection {
             throw SQLiteErrorMapping.error(code: code, message: message)
         }
         db = handle
+        self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
         let hardened = depot_sqlite_harden(db)
@@ -60,6 +73,45 @@ final class SQLiteConnection {
     }
 
     deinit { close() }
+
+    /// Replaces SQLite's automatic checkpoint with a hook that only records the log's size
+    /// in ``walPages``, so the driver decides where the checkpoint (and its fsync) runs: on
+    /// the writer's thread, never inline on a caller's thread.
+    func recordWALSize() {
+        sqlite3_wal_hook(db, { context, _, _, pages in
+            if let context { Unmanaged<SQLiteConnection>.fromOpaque(context).takeUnretainedValue().walPages = pages }
+            return SQLITE_OK
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// A passive checkpoint of the write-ahead log (what SQLite's automatic checkpoint runs):
+    /// copies committed pages to the database file without waiting for readers.
+    func checkpoint() {
+        walPages = 0
+        // A checkpoint that cannot finish now (readers in the way, an I/O error) leaves the
+        // log as it is; the next one after a later commit tries again, as SQLite's own does.
+        _ = sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+    }
+
+    /// Starts an inline transaction: no waiting on locks held elsewhere (a busy lock fails
+    /// at once with `.locked`) and at most `steps` statement steps.
+    func beginInline(steps: Int) {
+        sqlite3_busy_timeout(db, 0)
+        stepsLeft = steps
+        overBudget = false
+    }
+
+    /// Once the transaction holds its locks: waits on busy locks again as configured.
+    func restoreBusyTimeout() {
+        sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
+    }
+
+    /// Ends an inline transaction's limits.
+    func endInline() {
+        stepsLeft = Int.max
+        overBudget = false
+        restoreBusyTimeout()
+    }
 
     func close() {
         guard !isClosed else { return }
@@ -211,6 +263,11 @@ struct Statement {
 
     /// Steps once: `true` when a row is ready, `false` when done.
     func step() throws -> Bool {
+        connection.stepsLeft &-= 1
+        if connection.stepsLeft < 0 {
+            connection.overBudget = true
+            throw DepotError(.internal, "An inline SQLite transaction outgrew its budget; it runs again on the connection's thread.")
+        }
         let rc = sqlite3_step(handle)
         if rc == SQLITE_ROW { return true }
         if rc == SQLITE_DONE { return false }

@@ -32,6 +32,10 @@ public final class SQLiteDriver: StorageDriver {
     public let path: String
     /// The durability the store was opened with.
     public let durability: Durability
+    /// Whether transactions may run on the caller's thread when their connection is free
+    /// (see ``read(_:)`` and ``write(_:)``); `true` unless the store was opened with
+    /// `inline=false`.
+    public let inlineTransactions: Bool
     let busyTimeout: Int32
     let isMemory: Bool
 
@@ -59,7 +63,10 @@ public final class SQLiteDriver: StorageDriver {
     /// - Throws: ``DepotError`` `.corrupted` for a damaged or non-SQLite file, `.io` when the
     ///   file cannot be opened or created, `.locked` when another process holds it too long,
     ///   `.schemaMismatch` when a newer Depot wrote the file, `.invalidStore` for a bad path.
-    public init(path: String, durability: Durability = .full, busyTimeoutMilliseconds: Int = 5000) async throws {
+    ///   - inlineTransactions: let a transaction run on the caller's thread when its
+    ///     connection can be taken without waiting (Docs/SQLiteDriver.md, "Where
+    ///     transactions run"); `false` runs every transaction on the connection's thread.
+    public init(path: String, durability: Durability = .full, busyTimeoutMilliseconds: Int = 5000, inlineTransactions: Bool = true) async throws {
         guard !path.isEmpty, !path.utf8.contains(0) else {
             throw DepotError(.invalidStore, "A SQLite store needs a file path: write 'sqlite:PATH' or 'sqlite::memory:'.")
         }
@@ -71,6 +78,7 @@ public final class SQLiteDriver: StorageDriver {
         let filePath = !isMemory && path.hasPrefix("file:") ? "./" + path : path
         self.path = path
         self.durability = durability
+        self.inlineTransactions = inlineTransactions
         self.isMemory = isMemory
         let busy = Int32(busyTimeoutMilliseconds)
         self.busyTimeout = busy
@@ -86,10 +94,10 @@ public final class SQLiteDriver: StorageDriver {
 
     /// Opens the store a parsed `sqlite:` store string names.
     ///
-    /// `sqlite:PATH?durability=full|normal&busy_timeout_ms=N`, or `sqlite::memory:`.
-    /// - Throws: `.invalidStore` for unknown options or bad values, and what ``init(path:durability:busyTimeoutMilliseconds:)`` throws.
+    /// `sqlite:PATH?durability=full|normal&busy_timeout_ms=N&inline=true|false`, or `sqlite::memory:`.
+    /// - Throws: `.invalidStore` for unknown options or bad values, and what ``init(path:durability:busyTimeoutMilliseconds:inlineTransactions:)`` throws.
     public convenience init(_ location: StoreLocation) async throws {
-        try location.rejectUnknownOptions(["durability", "busy_timeout_ms"])
+        try location.rejectUnknownOptions(["durability", "busy_timeout_ms", "inline"])
         let durability = try location.durability()
         var busy = 5000
         if let text = location.options["busy_timeout_ms"] {
@@ -98,11 +106,17 @@ public final class SQLiteDriver: StorageDriver {
             }
             busy = value
         }
-        try await self.init(path: location.path, durability: durability, busyTimeoutMilliseconds: busy)
+        var inline = true
+        switch location.options["inline"] {
+        case nil, "true": break
+        case "false": inline = false
+        default: throw DepotError(.invalidStore, "Option inline must be true or false.")
+        }
+        try await self.init(path: location.path, durability: durability, busyTimeoutMilliseconds: busy, inlineTransactions: inline)
     }
 
     /// Registers the `sqlite` scheme: `sqlite:PATH` and `sqlite::memory:`, with options
-    /// `durability=full|normal` and `busy_timeout_ms=N`.
+    /// `durability=full|normal`, `busy_timeout_ms=N` and `inline=true|false`.
     public static func register(in registry: inout DriverRegistry) {
         registry.register("sqlite") { location in try await SQLiteDriver(location) }
     }
@@ -138,6 +152,7 @@ public final class SQLiteDriver: StorageDriver {
             }
         }
         try connection.execute("PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
+        connection.recordWALSize()
         try connection.executeCached("BEGIN IMMEDIATE")
         do {
             try connection.execute(SQLiteLayout.bootstrapSQL)
@@ -172,20 +187,133 @@ public final class SQLiteDriver: StorageDriver {
         return loaded
     }
 
-    /// Runs a read transaction on `connection` (on its thread).
-    private func runRead<T>(_ connection: SQLiteConnection, _ body: (SQLiteTransaction) throws -> T) throws -> T {
-        try connection.executeCached("BEGIN")
+    /// What an attempt to run a transaction inline came to.
+    enum Inline<T> {
+        /// It ran (and committed or threw) on the caller's thread.
+        case done(T)
+        /// It could not take its connection or its locks at once, or it outgrew the step
+        /// budget; nothing it did is kept, and it must run on the connection's thread.
+        case declined
+    }
+
+    /// The most statement steps an inline transaction may take before it is abandoned and
+    /// run again on the connection's thread: enough for a few gets, an update or a short
+    /// scan, not for a bulk load.
+    static let inlineStepBudget = 256
+
+    /// Runs a read transaction on `connection`: `BEGIN`, the catalog (its first read takes
+    /// the snapshot), `body`, `COMMIT`. Inline, the snapshot is taken without waiting
+    /// (`.declined` if it cannot be) and the steps are limited.
+    private func runRead<T>(_ connection: SQLiteConnection, inline: Bool = false, _ body: (SQLiteTransaction) throws -> T) throws -> Inline<T> {
+        if inline { connection.beginInline(steps: SQLiteDriver.inlineStepBudget) }
+        defer { if inline { connection.endInline() } }
+        let transaction: SQLiteTransaction
         do {
-            let transaction = SQLiteTransaction(connection: connection, catalog: try catalog(for: connection), writable: false)
-            defer { transaction.isValid = false }
-            let result = try body(transaction)
+            try connection.executeCached("BEGIN")
+            transaction = SQLiteTransaction(connection: connection, catalog: try catalog(for: connection), writable: false)
+        } catch let error as DepotError where inline && (error.code == .locked || connection.overBudget) {
+            connection.stepsLeft = Int.max
+            try? connection.executeCached("ROLLBACK")
+            return .declined
+        } catch {
+            connection.stepsLeft = Int.max
+            try? connection.executeCached("ROLLBACK")
+            throw error
+        }
+        if inline { connection.restoreBusyTimeout() }
+        defer { transaction.isValid = false }
+        let result: T
+        do {
+            result = try body(transaction)
+        } catch {
+            let declined = connection.overBudget
+            connection.stepsLeft = Int.max
+            try? connection.executeCached("ROLLBACK")
+            if declined { return .declined }
+            throw error
+        }
+        connection.stepsLeft = Int.max
+        if connection.overBudget {
+            try? connection.executeCached("ROLLBACK")
+            return .declined
+        }
+        do {
             try connection.executeCached("COMMIT")
-            return result
         } catch {
             try? connection.executeCached("ROLLBACK")
             throw error
         }
+        return .done(result)
     }
+
+    /// Runs a read transaction on a thread of the driver (``runRead(_:inline:_:)`` never
+    /// declines there).
+    private func runRead<T>(_ connection: SQLiteConnection, _ body: (SQLiteTransaction) throws -> T) throws -> T {
+        guard case .done(let value) = try runRead(connection, inline: false, body) else {
+            throw DepotError(.internal, "A SQLite transaction on the connection's thread was declined.")
+        }
+        return value
+    }
+
+    /// Runs a write transaction on the writer connection: `BEGIN IMMEDIATE`, `body`,
+    /// `COMMIT`, `ROLLBACK` when `body` throws. Inline, the write lock is taken without
+    /// waiting for another process (`.declined` if it is held) and the steps are limited.
+    /// After a commit that leaves the write-ahead log at 1,000 pages or more, a passive
+    /// checkpoint runs on the writer's thread (queued when inline).
+    private func runWrite<T>(_ connection: SQLiteConnection, inline: Bool, _ body: (any WriteTransaction) throws -> T) throws -> Inline<T> {
+        if inline { connection.beginInline(steps: SQLiteDriver.inlineStepBudget) }
+        defer { if inline { connection.endInline() } }
+        let transaction: SQLiteTransaction
+        do {
+            try connection.executeCached("BEGIN IMMEDIATE")
+            transaction = SQLiteTransaction(connection: connection, catalog: try catalog(for: connection), writable: true)
+        } catch let error as DepotError where inline && (error.code == .locked || connection.overBudget) {
+            connection.stepsLeft = Int.max
+            try? connection.executeCached("ROLLBACK")
+            return .declined
+        } catch {
+            connection.stepsLeft = Int.max
+            try? connection.executeCached("ROLLBACK")
+            throw error
+        }
+        if inline { connection.restoreBusyTimeout() }
+        let result: T
+        do {
+            defer { transaction.isValid = false }
+            result = try body(transaction)
+            connection.stepsLeft = Int.max
+            if connection.overBudget {
+                try? connection.executeCached("ROLLBACK")
+                return .declined
+            }
+            try connection.executeCached("COMMIT")
+        } catch {
+            let declined = connection.overBudget
+            connection.stepsLeft = Int.max
+            try? connection.executeCached("ROLLBACK")
+            if declined { return .declined }
+            throw error
+        }
+        if transaction.catalogChanged {
+            let catalog = transaction.catalog
+            cachedCatalog.withLock { current in
+                if (current?.generation ?? Int64.min) < catalog.generation { current = catalog }
+            }
+        }
+        if connection.walPages >= SQLiteDriver.checkpointPages {
+            if inline {
+                connection.walPages = 0
+                writer.submit { $0.checkpoint() }
+            } else {
+                connection.checkpoint()
+            }
+        }
+        return .done(result)
+    }
+
+    /// The write-ahead log's size, in pages, that triggers a checkpoint after a commit
+    /// (SQLite's own automatic checkpoint default).
+    static let checkpointPages: Int32 = 1000
 
     /// Runs `body` with a reader connection on its own thread (the writer for `:memory:`).
     private func withReader<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
@@ -221,40 +349,56 @@ public final class SQLiteDriver: StorageDriver {
         if !keep { reader.stop() }
     }
 
-    /// Runs `body` in a read transaction on a reader connection (its own thread): `BEGIN`,
-    /// so the whole closure sees one snapshot while writers commit.
-    /// - Throws: what `body` throws; `.closed`, `.io`, `.corrupted`, `.locked`.
-    public func read<T: Sendable>(_ body: @escaping @Sendable (any ReadTransaction) throws -> T) async throws -> T {
-        try await withReader { connection in try self.runRead(connection) { try body($0) } }
+    /// Tries to run a read transaction on the calling thread: with an idle reader
+    /// connection (the writer for `:memory:`) taken without waiting.
+    private func readInline<T>(_ body: (any ReadTransaction) throws -> T) throws -> Inline<T> {
+        if isMemory {
+            return try writer.runIfFree { connection in try self.runRead(connection, inline: true) { try body($0) } } ?? .declined
+        }
+        guard let reader = pool.withLock({ $0.idle.popLast() }) else { return .declined }
+        defer { release(reader) }
+        return try reader.runIfFree { connection in try self.runRead(connection, inline: true) { try body($0) } } ?? .declined
     }
 
-    /// Runs `body` in a write transaction on the writer connection (its own thread):
-    /// `BEGIN IMMEDIATE` … `COMMIT`, `ROLLBACK` when `body` throws. Durable per
-    /// ``durability`` when it returns.
+    /// Runs `body` in a read transaction: `BEGIN`, so the whole closure sees one snapshot
+    /// while writers commit.
+    ///
+    /// When a reader connection is idle (the writer for `:memory:`) and its snapshot can be
+    /// taken without waiting, the transaction runs right on the calling thread; otherwise on
+    /// the connection's own thread. An inline transaction that outgrows
+    /// ``inlineStepBudget`` statement steps is abandoned and `body` runs again on the
+    /// connection's thread, so `body` may be called twice: keep it free of side effects
+    /// other than its result. Docs/SQLiteDriver.md, "Where transactions run".
+    /// - Throws: what `body` throws; `.closed`, `.io`, `.corrupted`, `.locked`.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (any ReadTransaction) throws -> T) async throws -> T {
+        try checkOpen()
+        if inlineTransactions, case .done(let value) = try readInline(body) { return value }
+        return try await withReader { connection in try self.runRead(connection) { try body($0) } }
+    }
+
+    /// Runs `body` in a write transaction on the writer connection: `BEGIN IMMEDIATE` …
+    /// `COMMIT`, `ROLLBACK` when `body` throws. Durable per ``durability`` when it returns.
+    ///
+    /// With durability `normal` (and for `:memory:`), when the writer connection is free
+    /// and no other process holds the write lock, the transaction runs and commits right on
+    /// the calling thread (such a commit does no fsync: the write-ahead log's checkpoints
+    /// run on the writer's thread); otherwise, and always with durability `full`, on the
+    /// writer's thread. An inline transaction that outgrows ``inlineStepBudget`` statement
+    /// steps is rolled back and `body` runs again on the writer's thread, so `body` may be
+    /// called twice: keep it free of side effects other than its result.
     /// - Throws: what `body` throws; `.closed`, `.locked` (another process kept the write
     ///   lock past the busy timeout), `.io`, `.corrupted`.
     public func write<T: Sendable>(_ body: @escaping @Sendable (any WriteTransaction) throws -> T) async throws -> T {
         try checkOpen()
+        if inlineTransactions && (durability == .normal || isMemory),
+           case .done(let value)? = try writer.runIfFree({ connection in try self.runWrite(connection, inline: true, body) }) {
+            return value
+        }
         return try await writer.run { connection in
-            try connection.executeCached("BEGIN IMMEDIATE")
-            let transaction: SQLiteTransaction
-            let result: T
-            do {
-                transaction = SQLiteTransaction(connection: connection, catalog: try self.catalog(for: connection), writable: true)
-                defer { transaction.isValid = false }
-                result = try body(transaction)
-                try connection.executeCached("COMMIT")
-            } catch {
-                try? connection.executeCached("ROLLBACK")
-                throw error
+            guard case .done(let value) = try self.runWrite(connection, inline: false, body) else {
+                throw DepotError(.internal, "A SQLite transaction on the connection's thread was declined.")
             }
-            if transaction.catalogChanged {
-                let catalog = transaction.catalog
-                self.cachedCatalog.withLock { current in
-                    if (current?.generation ?? Int64.min) < catalog.generation { current = catalog }
-                }
-            }
-            return result
+            return value
         }
     }
 

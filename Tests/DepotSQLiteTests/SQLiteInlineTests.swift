@@ -1,0 +1,131 @@
+import DepotCore
+@testable import DepotSQLite
+import Foundation
+import Synchronization
+import Testing
+
+/// Where SQLite transactions run (Docs/SQLiteDriver.md, "Where transactions run"): inline
+/// on the caller's thread when the connection and its locks can be taken without waiting,
+/// on the connection's thread otherwise; an inline transaction that outgrows its step
+/// budget runs again there; checkpoints never run inline.
+@Suite struct SQLiteInlineTests {
+    let items: CollectionName
+    init() throws { items = try CollectionName("items") }
+
+    /// Where the code calling it runs: `"driver"` on a thread of the driver's, `"caller"` on
+    /// the caller's own (here, Swift's cooperative pool).
+    static func threadName() -> String { BlockingExecutor.isWorkerThread ? "driver" : "caller" }
+
+    func fill(_ driver: SQLiteDriver, count: Int) async throws {
+        try await driver.write { tx in
+            for n in 0..<count { try tx.insert(Record(id: .int(Int64(n)), fields: ["n": .int(Int64(n))]), into: self.items) }
+        }
+    }
+
+    @Test func smallTransactionsRunInlineAtDurabilityNormalAndFullWritesKeepTheirThread() async throws {
+        let dir = try ScratchDirectory()
+        for (durability, inline) in [(Durability.normal, true), (.full, true), (.normal, false)] {
+            let path = dir.path + "/\(durability)-\(inline).sqlite"
+            let driver = try await SQLiteDriver(path: path, durability: durability, inlineTransactions: inline)
+            try await fill(driver, count: 10)
+            // The first read starts a reader connection; later ones find it idle.
+            _ = try await driver.read { tx in try tx.get(1, from: self.items) }
+            let (readThread, three) = try await driver.read { tx in (Self.threadName(), try tx.get(3, from: self.items)) }
+            #expect(three?.fields["n"] == 3)
+            let writeThread = try await driver.write { tx in
+                try tx.insert(Record(id: 100, fields: ["n": 100]), into: self.items)
+                return Self.threadName()
+            }
+            #expect(readThread.hasPrefix("driver") == !inline, "read at \(durability), inline \(inline): ran on '\(readThread)'")
+            let writeInline = inline && durability == .normal
+            #expect(writeThread.hasPrefix("driver") == !writeInline, "write at \(durability), inline \(inline): ran on '\(writeThread)'")
+            #expect(try await driver.read { tx in try tx.count(.all, in: self.items) } == 11)
+            try await driver.close()
+        }
+    }
+
+    @Test func inlineTransactionsOverTheStepBudgetRunAgainOnTheirThreadWithTheSameResult() async throws {
+        let dir = try ScratchDirectory()
+        let driver = try await SQLiteDriver(path: dir.store, durability: .normal)
+        let total = SQLiteDriver.inlineStepBudget * 3
+        try await fill(driver, count: total)
+        _ = try await driver.read { tx in try tx.get(1, from: self.items) }
+
+        // A scan longer than the budget: abandoned inline, run again on the reader's thread.
+        let calls = Mutex<[String]>([])
+        let sum = try await driver.read { tx in
+            calls.withLock { $0.append(Self.threadName()) }
+            var sum: Int64 = 0
+            try tx.forEach(Query(), in: self.items) { record in
+                if case .int(let n)? = record.fields["n"] { sum += n }
+                return true
+            }
+            return sum
+        }
+        #expect(sum == Int64(total * (total - 1) / 2))
+        let readCalls = calls.withLock { $0 }
+        #expect(readCalls.count == 2 && readCalls.last?.hasPrefix("driver") == true, "\(readCalls)")
+
+        // A body that swallows the budget's error still runs again: its answer is not trusted.
+        let swallowed = try await driver.read { tx -> Int in
+            var seen = 0
+            do {
+                try tx.forEach(Query(), in: self.items) { _ in seen += 1; return true }
+            } catch {}
+            return seen
+        }
+        #expect(swallowed == total)
+
+        // A long write: rolled back inline, run again on the writer's thread, committed once.
+        let writes = Mutex<[String]>([])
+        try await driver.write { tx in
+            writes.withLock { $0.append(Self.threadName()) }
+            for n in total..<(total * 2) { try tx.insert(Record(id: .int(Int64(n)), fields: ["n": .int(Int64(n))]), into: self.items) }
+        }
+        let writeCalls = writes.withLock { $0 }
+        #expect(writeCalls.count == 2 && writeCalls.last?.hasPrefix("driver") == true, "\(writeCalls)")
+        #expect(try await driver.read { tx in try tx.count(.all, in: self.items) } == total * 2)
+        try await driver.close()
+    }
+
+    @Test func aWriteLockHeldElsewhereSendsTheWriteToItsThreadWhereItWaits() async throws {
+        let dir = try ScratchDirectory()
+        let driver = try await SQLiteDriver(path: dir.store, durability: .normal, busyTimeoutMilliseconds: 10_000)
+        try await fill(driver, count: 1)
+        let other = try SQLiteConnection(path: dir.store, create: false, busyTimeoutMilliseconds: 1000)
+        try other.execute("BEGIN IMMEDIATE")
+        let started = ContinuousClock.now
+        let writer = Task {
+            try await driver.write { tx in
+                try tx.insert(Record(id: 2, fields: ["n": 2]), into: self.items)
+                return Self.threadName()
+            }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        try other.execute("COMMIT")
+        other.close()
+        let thread = try await writer.value
+        #expect(thread.hasPrefix("driver"), "\(thread)")
+        #expect(ContinuousClock.now - started >= .milliseconds(300))
+        #expect(try await driver.read { tx in try tx.get(2, from: self.items) } == Record(id: 2, fields: ["n": 2]))
+        try await driver.close()
+    }
+
+    @Test func inlineCommitsLeaveCheckpointsToTheWriterSoTheLogStaysBounded() async throws {
+        let dir = try ScratchDirectory()
+        let driver = try await SQLiteDriver(path: dir.store, durability: .normal)
+        // Each commit adds about three 8 KiB pages to the log: 1,500 commits would leave
+        // some 4,500 pages (over 36 MB) without checkpoints.
+        let blob = FieldValue.bytes(Data(repeating: 7, count: 20_000))
+        for n in 0..<1500 {
+            try await driver.write { tx in try tx.save(Record(id: .int(Int64(n % 50)), fields: ["b": blob]), into: self.items) }
+        }
+        // Let a queued checkpoint finish, then commit once more so the log restarts.
+        _ = try await driver.read { tx in try tx.count(.all, in: self.items) }
+        try await driver.write { tx in try tx.save(Record(id: 0, fields: ["b": blob]), into: self.items) }
+        let wal = try FileManager.default.attributesOfItem(atPath: dir.store + "-wal")[.size] as? Int ?? 0
+        #expect(wal > 0 && wal < 16_000_000, "WAL size \(wal)")
+        #expect(try await driver.read { tx in try tx.count(.all, in: self.items) } == 50)
+        try await driver.close()
+    }
+}
