@@ -179,6 +179,17 @@ package final class BlockingExecutor: @unchecked Sendable {
         return try result.get()
     }
 
+    /// ``runBlocking(_:)`` for a closure that need not escape or be `Sendable`: the calling
+    /// thread waits until the job is done, so the closure and its result never outlive it.
+    /// - Throws: what `body` throws; `.closed` once ``stop()`` has been called.
+    package func runBlocking<T>(nonEscaping body: () throws -> T) throws -> T {
+        try withoutActuallyEscaping(body) { body in
+            let loan = ClosureLoan<Void, T> { _ in try body() }
+            defer { loan.end() }
+            return try runBlocking { UncheckedSendable(try loan.call(())) }.value
+        }
+    }
+
     /// Lets the queued jobs finish, then ends the threads (without waiting for them). Later
     /// jobs are refused: ``run(_:)`` and ``runBlocking(_:)`` throw `.closed`. Calling it
     /// again does nothing.

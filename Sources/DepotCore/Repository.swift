@@ -83,9 +83,13 @@ public struct Repository<M: StoredModel>: Sendable {
 
     /// Query by example: the fields set (non-nil) on `example`, except its id, must all match.
     public func find(matching example: M) async throws -> [M] {
+        try await query().filter(try filter(matching: example)).all()
+    }
+
+    /// The filter of ``find(matching:)``: every field set on `example`, except its id.
+    func filter(matching example: M) throws -> Filter {
         let (_, fields) = try example.fieldsAndID()
-        let filter = fields.keys.sorted().reduce(Filter.all) { $0 && Filter.equal($1, fields[$1] ?? .null) }
-        return try await query().filter(filter).all()
+        return fields.keys.sorted().reduce(Filter.all) { $0 && Filter.equal($1, fields[$1] ?? .null) }
     }
 
     /// Deletes the model with `id`; `false` when there was none (or `id` is `nil`).
@@ -140,13 +144,15 @@ extension Store {
             try await write { tx in try tx.prepare(schema) }
             preparedModels.withLock { _ = $0.insert(key) }
         }
-        var cache: ModelCache<M>?
-        if cacheCapacity > 0 {
-            let created = ModelCache<M>(capacity: cacheCapacity, collection: schema.name)
-            register(cache: created)
-            cache = created
-        }
-        return Repository(store: self, collection: schema.name, cache: cache)
+        return Repository(store: self, collection: schema.name, cache: makeCache(M.self, capacity: cacheCapacity, collection: schema.name))
+    }
+
+    /// A registered read cache for `M` of `capacity` models, or `nil` for a capacity of 0.
+    func makeCache<M: StoredModel>(_ type: M.Type, capacity: Int, collection: CollectionName) -> ModelCache<M>? {
+        guard capacity > 0 else { return nil }
+        let cache = ModelCache<M>(capacity: capacity, collection: collection)
+        register(cache: cache)
+        return cache
     }
 }
 

@@ -1,3 +1,6 @@
+import Foundation
+import Synchronization
+
 /// The protocol every backend implements.
 ///
 /// A driver offers transactions over named collections. Everything else (typed models,
@@ -37,6 +40,21 @@ public protocol StorageDriver: AnyObject, Sendable {
     /// - Throws: what `body` throws, or ``DepotError``.
     @discardableResult
     func write<T: Sendable>(_ body: @escaping @Sendable (any WriteTransaction) throws -> T) async throws -> T
+
+    /// Runs `body` in a read transaction and blocks the calling thread until it is done:
+    /// the synchronous twin of ``read(_:)``, with the same snapshot and errors, for code that
+    /// is not `async`. Not for async code: it holds a thread while it waits.
+    ///
+    /// The default runs ``read(_:)`` in a task and waits for it; a driver overrides it to
+    /// run `body` on the calling thread or its own without a task.
+    func readBlocking<T>(_ body: (any ReadTransaction) throws -> T) throws -> T
+
+    /// Runs `body` in a write transaction and blocks the calling thread until it has
+    /// committed (or rolled back): the synchronous twin of ``write(_:)``. Not for async code.
+    ///
+    /// The default runs ``write(_:)`` in a task and waits for it.
+    @discardableResult
+    func writeBlocking<T>(_ body: (any WriteTransaction) throws -> T) throws -> T
 
     /// Streams the results of `query`. A driver with ``DriverCapabilities/streaming``
     /// does it without holding them all in memory; the default reads them all in one read
@@ -278,4 +296,72 @@ extension WriteTransaction {
         try forEach(Query(filter: filter), in: collection) { ids.append($0.id); return true }
         return try ids.filter { try delete($0, from: collection) }
     }
+}
+
+extension StorageDriver {
+    /// The default ``StorageDriver/readBlocking(_:)``: ``StorageDriver/read(_:)`` in a task,
+    /// waited for.
+    public func readBlocking<T>(_ body: (any ReadTransaction) throws -> T) throws -> T {
+        try withoutActuallyEscaping(body) { body in
+            let loan = ClosureLoan(body)
+            defer { loan.end() }
+            return try waitForTask { try await self.read { tx in UncheckedSendable(try loan.call(tx)) } }.value
+        }
+    }
+
+    /// The default ``StorageDriver/writeBlocking(_:)``: ``StorageDriver/write(_:)`` in a
+    /// task, waited for.
+    @discardableResult
+    public func writeBlocking<T>(_ body: (any WriteTransaction) throws -> T) throws -> T {
+        try withoutActuallyEscaping(body) { body in
+            let loan = ClosureLoan(body)
+            defer { loan.end() }
+            return try waitForTask { try await self.write { tx in UncheckedSendable(try loan.call(tx)) } }.value
+        }
+    }
+}
+
+/// A value handed to another thread while the thread that owns it waits for that thread
+/// to finish with it (a closure or a result crossing into a driver's thread and back):
+/// the wait orders every access, which the compiler cannot see.
+package struct UncheckedSendable<Value>: @unchecked Sendable {
+    package let value: Value
+    package init(_ value: Value) { self.value = value }
+}
+
+/// A closure lent to another thread while its owner waits (``StorageDriver/readBlocking(_:)``,
+/// ``BlockingExecutor/runBlocking(nonEscaping:)``): the owner ends the loan before its
+/// `withoutActuallyEscaping` returns, so whatever still holds the loan (a finished job, a
+/// task being torn down) no longer holds the closure.
+package final class ClosureLoan<Argument, Result>: @unchecked Sendable {
+    // @unchecked: the borrower calls `call` while the owner waits, and the owner calls `end`
+    // after the wait: the wait orders the two.
+    private var closure: ((Argument) throws -> Result)?
+
+    package init(_ closure: @escaping (Argument) throws -> Result) { self.closure = closure }
+
+    /// Calls the lent closure. - Throws: what it throws; `.internal` after ``end()``.
+    package func call(_ argument: Argument) throws -> Result {
+        guard let closure else { throw DepotError(.internal, "A lent closure was called after its loan ended.") }
+        return try closure(argument)
+    }
+
+    /// Ends the loan: drops the closure.
+    package func end() { closure = nil }
+}
+
+/// Runs `operation` in a new task and blocks the calling thread until it finishes.
+/// - Throws: what `operation` throws.
+package func waitForTask<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) throws -> T {
+    let done = DispatchSemaphore(value: 0)
+    let result = Mutex<Result<T, any Error>?>(nil)
+    Task.detached {
+        let outcome: Result<T, any Error>
+        do { outcome = .success(try await operation()) } catch { outcome = .failure(error) }
+        result.withLock { $0 = outcome }
+        done.signal()
+    }
+    done.wait()
+    guard let outcome = result.withLock({ $0 }) else { throw DepotError(.internal, "A blocking call ended without a result.") }
+    return try outcome.get()
 }

@@ -81,7 +81,7 @@ public final class Store: Sendable {
 
     /// Runs `body` in a read transaction over one consistent snapshot.
     public func read<T: Sendable>(_ body: @escaping @Sendable (StoreReadTransaction) throws -> T) async throws -> T {
-        try await driver.read { tx in try body(StoreReadTransaction(tx, store: self)) }
+        try await driver.read { tx in try TransactionMarker.inside(self) { try body(StoreReadTransaction(tx, store: self)) } }
     }
 
     /// Runs `body` in one atomic write transaction across any collections; a throw rolls
@@ -93,19 +93,36 @@ public final class Store: Sendable {
     ///   coordinator applies pulled records without recording them in its own outbox).
     @discardableResult
     public func write<T: Sendable>(excluding excluded: [any StoreWriteObserver] = [], _ body: @escaping @Sendable (StoreWriteTransaction) throws -> T) async throws -> T {
+        let active = activeObservers(excluding: excluded)
+        let box = ChangeBox()
+        let result = try await driver.write { [active] tx in try self.run(body, in: tx, observers: active, recordingInto: box) }
+        finishWrite(observers: active, box)
+        return result
+    }
+
+    /// The observers a write transaction runs: all but `excluded`.
+    func activeObservers(excluding excluded: [any StoreWriteObserver]) -> [any StoreWriteObserver] {
         var active = observers.withLock { $0 }
         if !excluded.isEmpty {
             let skip = Set(excluded.map { ObjectIdentifier($0) })
             active.removeAll { skip.contains(ObjectIdentifier($0)) }
         }
-        let box = ChangeBox()
-        let result = try await driver.write { [active] tx in
-            let wrapped = StoreWriteTransaction(tx, store: self, observers: active)
-            let value = try body(wrapped)
-            wrapped.isValid = false
-            box.set(wrapped.changes, wrapped.preparedModels)
-            return value
-        }
+        return active
+    }
+
+    /// Runs `body` over the driver's write transaction wrapped with validation, change
+    /// events and `observers`, and leaves what it recorded in `box` for ``finishWrite(observers:_:)``.
+    func run<T>(_ body: (StoreWriteTransaction) throws -> T, in tx: any WriteTransaction, observers: [any StoreWriteObserver], recordingInto box: ChangeBox) throws -> T {
+        let wrapped = StoreWriteTransaction(tx, store: self, observers: observers)
+        let value = try TransactionMarker.inside(self) { try body(wrapped) }
+        wrapped.isValid = false
+        box.set(wrapped.changes, wrapped.preparedModels)
+        return value
+    }
+
+    /// After the commit: remembers the prepared models, tells the observers, invalidates
+    /// read caches and publishes the change events.
+    func finishWrite(observers active: [any StoreWriteObserver], _ box: ChangeBox) {
         let (changes, prepared) = box.get()
         if !prepared.isEmpty { preparedModels.withLock { $0.formUnion(prepared) } }
         if !changes.isEmpty {
@@ -113,7 +130,6 @@ public final class Store: Sendable {
             for observer in active { observer.didCommit(batch) }
             publish(batch)
         }
-        return result
     }
 
     /// Adds `observer` to the work every later write transaction does (see

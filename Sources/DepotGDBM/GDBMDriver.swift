@@ -168,6 +168,26 @@ public final class GDBMDriver: StorageDriver {
         return try await engine.thread.run { try engine.write(body) }
     }
 
+    /// ``read(_:)`` for a caller that waits: small transactions inline, others on the
+    /// reader pool while the caller waits.
+    public func readBlocking<T>(_ body: (any ReadTransaction) throws -> T) throws -> T {
+        try checkOpen()
+        let engine = self.engine
+        if engine.thread.isCurrent { return try engine.read(body) }
+        if case .done(let value) = try engine.readInline(body) { return value }
+        return try engine.readers.runBlocking(nonEscaping: { try engine.read(body) })
+    }
+
+    /// ``write(_:)`` for a caller that waits: small transactions at durability `normal`
+    /// inline, others on the writer thread while the caller waits.
+    @discardableResult
+    public func writeBlocking<T>(_ body: (any WriteTransaction) throws -> T) throws -> T {
+        try checkOpen()
+        let engine = self.engine
+        if !engine.thread.isCurrent, case .done(let value) = try engine.writeInline(body) { return value }
+        return try engine.thread.runBlocking(nonEscaping: { try engine.write(body) })
+    }
+
     /// Streams the results of `query` in pages of 256 records.
     ///
     /// The ids and order of the results are fixed when iteration starts (only ids and sort

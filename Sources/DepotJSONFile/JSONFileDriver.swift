@@ -164,6 +164,28 @@ public final class JSONFileDriver: StorageDriver {
         return try await thread.run { try store.write(body) }
     }
 
+    /// ``read(_:)`` on the calling thread; a changed file is reloaded on the driver's
+    /// thread while the caller waits.
+    public func readBlocking<T>(_ body: (any ReadTransaction) throws -> T) throws -> T {
+        let store = self.store
+        let snapshot: JSONStoreState
+        if let unchanged = try store.unchangedSnapshot() {
+            snapshot = unchanged
+        } else {
+            snapshot = try thread.runBlocking { try store.snapshot() }
+        }
+        let transaction = JSONFileTransaction(state: snapshot, writable: false)
+        defer { transaction.isValid = false }
+        return try body(transaction)
+    }
+
+    /// ``write(_:)`` on the driver's thread while the caller waits.
+    @discardableResult
+    public func writeBlocking<T>(_ body: (any WriteTransaction) throws -> T) throws -> T {
+        let store = self.store
+        return try thread.runBlocking(nonEscaping: { try store.write(body) })
+    }
+
     /// Streams query results: the results are taken from one snapshot on the driver's
     /// thread, then handed to the consumer from a separate thread (the hand-off blocks
     /// while the consumer is behind, so it never runs on the cooperative pool).

@@ -39,6 +39,11 @@ public final class MemoryDriver: StorageDriver {
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any ReadTransaction) throws -> T) async throws -> T {
+        try readBlocking(body)
+    }
+
+    /// Runs `body` under the store's read lock on the calling thread.
+    public func readBlocking<T>(_ body: (any ReadTransaction) throws -> T) throws -> T {
         try checkOpen()
         lock.readLock()
         defer { lock.unlock() }
@@ -49,6 +54,12 @@ public final class MemoryDriver: StorageDriver {
 
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (any WriteTransaction) throws -> T) async throws -> T {
+        try writeBlocking(body)
+    }
+
+    /// Runs `body` under the store's write lock on the calling thread.
+    @discardableResult
+    public func writeBlocking<T>(_ body: (any WriteTransaction) throws -> T) throws -> T {
         try checkOpen()
         lock.writeLock()
         defer { lock.unlock() }

@@ -36,6 +36,27 @@ final class ConnectionThread: @unchecked Sendable {
         return worker
     }
 
+    /// ``start(name:open:)`` for a caller that waits instead of suspending.
+    static func startBlocking(name: String, open: @escaping @Sendable () throws -> SQLiteConnection) throws -> ConnectionThread {
+        let worker = ConnectionThread(name: name)
+        do {
+            try worker.executor.runBlocking { worker.connection = try open() }
+        } catch {
+            worker.stop()
+            throw error
+        }
+        return worker
+    }
+
+    /// Runs `body` with the connection on the calling thread, waiting for the lock: for
+    /// callers that asked to wait (the blocking API), never for the cooperative pool.
+    /// - Throws: what `body` throws; `.closed` when the connection is closed.
+    func runWaiting<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(try openConnection())
+    }
+
     /// Runs `body` with the connection on the thread and returns its result.
     /// - Throws: what `body` throws; `.closed` once the thread is stopping or the connection
     ///   is closed.

@@ -402,6 +402,40 @@ public final class SQLiteDriver: StorageDriver {
         }
     }
 
+    /// ``read(_:)`` for a caller that waits: inline when a reader is idle, otherwise on a
+    /// reader connection (started if none is idle) used from the calling thread.
+    public func readBlocking<T>(_ body: (any ReadTransaction) throws -> T) throws -> T {
+        try checkOpen()
+        if inlineTransactions, case .done(let value) = try readInline(body) { return value }
+        if isMemory { return try writer.runWaiting { connection in try self.runRead(connection) { try body($0) } } }
+        let reader: ConnectionThread
+        if let idle = pool.withLock({ $0.idle.popLast() }) {
+            reader = idle
+        } else {
+            let filePath = self.filePath, busy = busyTimeout
+            reader = try ConnectionThread.startBlocking(name: "depot.sqlite.reader") {
+                let connection = try SQLiteConnection(path: filePath, create: false, busyTimeoutMilliseconds: busy)
+                try connection.execute("PRAGMA query_only = ON")
+                return connection
+            }
+        }
+        defer { release(reader) }
+        return try reader.runWaiting { connection in try self.runRead(connection) { try body($0) } }
+    }
+
+    /// ``write(_:)`` for a caller that waits: the transaction runs on the calling thread
+    /// once the writer connection is free (at any durability: the caller asked to wait).
+    @discardableResult
+    public func writeBlocking<T>(_ body: (any WriteTransaction) throws -> T) throws -> T {
+        try checkOpen()
+        return try writer.runWaiting { connection in
+            guard case .done(let value) = try self.runWrite(connection, inline: false, body) else {
+                throw DepotError(.internal, "A SQLite transaction on the connection's thread was declined.")
+            }
+            return value
+        }
+    }
+
     /// Streams the results of `query`: a reader connection steps the statement on its own
     /// thread inside one read transaction, blocked while the consumer's buffer is full.
     /// Failures (`.closed`, `.invalidQuery`, SQLite errors) end the stream with an error.
