@@ -102,4 +102,83 @@ final class ModelMacroExpansionTests: XCTestCase {
             }
             """)
     }
+
+    func testFinalClassGetsItsInitializerAsAMember() {
+        expand(
+            """
+            @Model(collection: "people")
+            public final class Person: Sendable {
+                @ID let key: UUID
+                let name: String
+                let nickname: Optional<String>
+                @Transient let loadedAt = 0
+            }
+            """,
+            """
+            public final class Person: Sendable {
+                let key: UUID
+                let name: String
+                let nickname: Optional<String>
+                let loadedAt = 0
+
+                public init(record source: any DepotCore.FieldSource) throws {
+                    self.key = try ID(recordID: source.recordID)
+                    self.name = try DepotCore.ModelCoding.decode(String.self, from: source, field: "name")
+                    self.nickname = try DepotCore.ModelCoding.decodeIfPresent((String).self, from: source, field: "nickname")
+                }
+            }
+
+            extension Person: DepotCore.StoredModel {
+                public typealias ID = UUID
+                public static var collectionName: String {
+                    "people"
+                }
+                public var storedRecordID: DepotCore.RecordID? {
+                    self.key.recordID
+                }
+                public func encodeRecord(into sink: any DepotCore.FieldSink) throws -> DepotCore.RecordID? {
+                    try sink.set(DepotCore.ModelCoding.encode(self.name, field: "name"), forField: "name")
+                    try sink.set(DepotCore.ModelCoding.encode(self.nickname, field: "nickname"), forField: "nickname")
+                    return self.key.recordID
+                }
+                public func assigningID(_ id: DepotCore.RecordID) throws -> Self {
+                    try DepotCore.ModelCoding.copy(of: self, withID: id)
+                }
+            }
+            """)
+    }
+
+    /// An id named `id`, already conforming: the extension adds no conformance, only members.
+    func testAlreadyConformingTypeWithStoreAssignedID() {
+        assertMacroExpansion(
+            """
+            @Model struct Counter: StoredModel {
+                var id: Int64?
+            }
+            """,
+            expandedSource: """
+            struct Counter: StoredModel {
+                var id: Int64?
+            }
+
+            extension Counter {
+                typealias ID = Int64?
+                var storedRecordID: DepotCore.RecordID? {
+                    self.id.recordID
+                }
+                func encodeRecord(into sink: any DepotCore.FieldSink) throws -> DepotCore.RecordID? {
+                    return self.id.recordID
+                }
+                init(record source: any DepotCore.FieldSource) throws {
+                    self.id = try ID(recordID: source.recordID)
+                }
+                func assigningID(_ id: DepotCore.RecordID) throws -> Self {
+                    var copy = self
+                    copy.id = try ID(recordID: id)
+                    return copy
+                }
+            }
+            """,
+            macroSpecs: ["Model": MacroSpec(type: ModelMacro.self, conformances: [])])
+    }
 }
