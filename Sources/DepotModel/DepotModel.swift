@@ -28,9 +28,7 @@
 ///   - collection: the collection's name; the type's name when `nil`.
 ///   - unique: unique constraints over several properties, by property name.
 ///   - indexes: secondary indexes over several properties, by property name.
-@attached(extension, conformances: StoredModel,
-    names: named(ID), named(collectionName), named(uniqueConstraints), named(indexes), named(storedRecordID),
-    named(encodeRecord), named(init), named(assigningID))
+@attached(extension, conformances: StoredModel, names: named(ID), named(collectionName), named(uniqueConstraints), named(indexes), named(storedRecordID), named(encodeRecord), named(init), named(assigningID))
 @attached(member, names: named(init))
 public macro Model(collection: String? = nil, unique: [[String]] = [], indexes: [[String]] = []) =
     #externalMacro(module: "DepotModelMacros", type: "ModelMacro")

@@ -13,6 +13,7 @@ struct DepotModelPlugin: CompilerPlugin {
 
 /// `@Model`: forwards to ``DepotModelMacrosCore/ModelMacro``.
 public struct ModelMacro: ExtensionMacro, MemberMacro {
+    /// The conformance extension (and the diagnostics).
     public static func expansion(
         of node: AttributeSyntax,
         attachedTo declaration: some DeclGroupSyntax,
@@ -23,6 +24,7 @@ public struct ModelMacro: ExtensionMacro, MemberMacro {
         try DepotModelMacrosCore.ModelMacro.expansion(of: node, attachedTo: declaration, providingExtensionsOf: type, conformingTo: protocols, in: context)
     }
 
+    /// A final class's `init(record:)`.
     public static func expansion(
         of node: AttributeSyntax,
         providingMembersOf declaration: some DeclGroupSyntax,
@@ -35,6 +37,7 @@ public struct ModelMacro: ExtensionMacro, MemberMacro {
 
 /// The property attributes: forwards to ``DepotModelMacrosCore/PropertyMarkerMacro``.
 public struct PropertyMarkerMacro: PeerMacro {
+    /// Nothing: the attributes only mark properties.
     public static func expansion(
         of node: AttributeSyntax,
         providingPeersOf declaration: some DeclSyntaxProtocol,

@@ -9,6 +9,8 @@ import SwiftSyntaxMacros
 /// designated initializer, so for a final class the member role writes `init(record:)`.
 /// Diagnostics come from the extension role only, so each is reported once.
 public struct ModelMacro: ExtensionMacro, MemberMacro {
+    /// The extension with every `StoredModel` requirement, or none and the diagnostics when
+    /// the declaration breaks a rule.
     public static func expansion(
         of node: AttributeSyntax,
         attachedTo declaration: some DeclGroupSyntax,
@@ -25,6 +27,7 @@ public struct ModelMacro: ExtensionMacro, MemberMacro {
         return [try ExtensionDeclSyntax("\(raw: source)")]
     }
 
+    /// A final class's `init(record:)` (nothing for a struct or a refused declaration).
     public static func expansion(
         of node: AttributeSyntax,
         providingMembersOf declaration: some DeclGroupSyntax,
@@ -100,6 +103,7 @@ public struct ModelMacro: ExtensionMacro, MemberMacro {
 /// `@ID`, `@Unique`, `@Indexed`, `@Transient`, `@Stored`, `@Transform`, `@Default`: marks
 /// that `@Model` reads. They add nothing themselves.
 public struct PropertyMarkerMacro: PeerMacro {
+    /// Nothing: `@Model` reads the attributes where they are.
     public static func expansion(
         of node: AttributeSyntax,
         providingPeersOf declaration: some DeclSyntaxProtocol,
