@@ -1,4 +1,5 @@
 // swift-tools-version:6.1
+import CompilerPluginSupport
 import PackageDescription
 
 /// One list of compiler settings for every target: Swift 6 mode is the package default,
@@ -18,6 +19,8 @@ let package = Package(
         .executable(name: "depot-crash-helper", targets: ["DepotCrashHelper"]),
         // The benchmark engine of `depot bench`, also used by the Benchmarks/ packages.
         .library(name: "DepotBench", targets: ["DepotBench"]),
+        // The @Model macro (Docs/Models.md); the only product that builds swift-syntax.
+        .library(name: "DepotModel", targets: ["DepotModel"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -26,6 +29,9 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+        // The @Model macro only (DepotModelMacrosCore): no other target may depend on it, so
+        // `swift build --product depot` never builds it.
+        .package(url: "https://github.com/swiftlang/swift-syntax", "600.0.0"..<"604.0.0"),
     ],
     targets: [
         // Values, errors, queries, the StorageDriver protocol and the public API. No I/O.
@@ -87,5 +93,36 @@ let package = Package(
         .testTarget(name: "DepotMemoryTests", dependencies: ["Depot", "DepotMemory", "DepotConformance"], swiftSettings: settings),
         // The conformance library tested against deliberately broken drivers.
         .testTarget(name: "DepotConformanceTests", dependencies: ["DepotCore", "DepotMemory", "DepotConformance"], swiftSettings: settings),
+        // The @Model macro: its implementation over swift-syntax (a plain library, so that the
+        // expansion tests build it like any other: a test target that depends on a macro target
+        // has every test built a second time for the host), the compiler plugin serving it, and
+        // the declarations users import. Nothing else depends on them (Docs/Models.md).
+        .target(
+            name: "DepotModelMacrosCore",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+            ],
+            swiftSettings: settings
+        ),
+        .macro(
+            name: "DepotModelMacros",
+            dependencies: ["DepotModelMacrosCore", .product(name: "SwiftCompilerPlugin", package: "swift-syntax")],
+            swiftSettings: settings
+        ),
+        .target(name: "DepotModel", dependencies: ["DepotCore", "DepotModelMacros"], swiftSettings: settings),
+        // Expansions and diagnostics, compared as text.
+        .testTarget(
+            name: "DepotModelMacrosTests",
+            dependencies: ["DepotModelMacrosCore", .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax")],
+            swiftSettings: settings
+        ),
+        // @Model types stored through Store on every driver.
+        .testTarget(
+            name: "DepotModelTests",
+            dependencies: ["DepotModel", "DepotCore", "DepotMemory", "DepotSQLite", "DepotGDBM", "DepotJSONFile", "DepotConformance"],
+            swiftSettings: settings
+        ),
     ]
 )

@@ -116,7 +116,8 @@ public struct ConformanceFailure: Error, Sendable, CustomStringConvertible {
 /// `names` (hostile and awkward names), `errors`, `persistence` (close and reopen),
 /// `differential` (seeded random operations compared step by step with ``MemoryDriver``),
 /// and through a ``Store`` on the driver: `codec`, `events` (change events, observed
-/// queries, the read cache), `migrations` and `upsert`.
+/// queries, the read cache), `migrations`, `upsert` and `modelMacro` (a `@Model` type's
+/// records equal those of its `Codable` twin).
 ///
 /// Expected answers are written out by hand from Docs/Semantics.md, never computed with
 /// ``QueryEvaluator`` (except by the differential checks, whose reference is a second driver).
@@ -185,4 +186,4 @@ let allChecks: [ConformanceCheck] =
     CRUDChecks.all + IDChecks.all + ValueChecks.all + FilterChecks.all + SortPagingChecks.all + CountChecks.all
     + StreamingChecks.all + UniqueChecks.all + TransactionChecks.all + ConcurrencyChecks.all + SchemaChecks.all
     + NameChecks.all + ErrorChecks.all + PersistenceChecks.all + DifferentialChecks.all
-    + CodecChecks.all + ObservationChecks.all + MigrationChecks.all + UpsertChecks.all
+    + CodecChecks.all + ObservationChecks.all + MigrationChecks.all + UpsertChecks.all + ModelMacroChecks.all

@@ -88,7 +88,7 @@ func decodeValue<T: Decodable>(_ type: T.Type, from value: FieldValue, codingPat
         switch value {
         case .string(let text): decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
         case .int(let i): decimal = Decimal(i)
-        case .double(let d): decimal = Decimal(d)
+        case .double(let d): decimal = d.isInfinite ? nil : Decimal(d)  // Decimal(_: Double) traps on infinity
         default: decimal = nil
         }
         guard let decimal else { throw mismatch(T.self, value, codingPath) }

@@ -10,7 +10,7 @@ import Testing
         #expect(Set(names).count == names.count, "check names are unique")
         let areas: Set<String> = [
             "crud", "ids", "values", "filter", "sort", "paging", "count", "stream", "unique", "tx", "concurrency", "schema", "names",
-            "errors", "persistence", "differential", "codec", "events", "migrations", "upsert",
+            "errors", "persistence", "differential", "codec", "events", "migrations", "upsert", "modelMacro",
         ]
         for name in names {
             let parts = name.split(separator: ".", omittingEmptySubsequences: false)
