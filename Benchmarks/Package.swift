@@ -31,12 +31,15 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v5)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
-        // Issue 3's four SQLite workloads timed side by side (raw C API, Depot's Store and
-        // driver, GRDB) with ContinuousClock, best of several runs: `swift run -c release SQLiteBenchmarks`.
+        // Issue 3's four SQLite workloads and issue 19's typed models timed side by side (raw C
+        // API, Depot's Store and driver, Depot's Codable and @Model models, GRDB's Codable and
+        // hand-written records) with ContinuousClock, best of several runs: `swift run -c release SQLiteBenchmarks`.
         .executableTarget(
             name: "SQLiteBenchmarks",
             dependencies: [
                 .product(name: "Depot", package: "Depot"),
+                // IntegerRecord and GeneratedIntegerRecord (the @Model expansion) of the typed models.
+                .product(name: "DepotBench", package: "Depot"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],

@@ -16,13 +16,25 @@ public struct BenchChart: Sendable {
     /// The chart as an SVG document.
     public func svg() -> String {
         let workloads = Workload.runOrder.filter { w in report.results.contains { $0.workload == w } }
-        var targets: [(name: String, driver: String, baseline: Bool)] = []
-        for r in report.results where !targets.contains(where: { $0.name == r.target }) { targets.append((r.target, r.driver, r.baseline)) }
+        var targets: [(name: String, driver: String, baseline: Bool, side: String?)] = []
+        for r in report.results where !targets.contains(where: { $0.name == r.target }) { targets.append((r.target, r.driver, r.baseline, r.side)) }
         let rates = report.results.map(\.opsPerSecond).filter { $0 > 0 }
         let low = pow(10, floor(log10(rates.min() ?? 1)))
         let high = pow(10, ceil(log10(max(rates.max() ?? 10, low * 10))))
 
-        let width = 1100.0, left = 130.0, right = 250.0, top = 120.0
+        let width = 1100.0, left = 130.0, right = 250.0
+        // The legend wraps onto as many lines as it needs; the plot starts below it.
+        var legend: [(x: Double, line: Int)] = []
+        var lx = left, line = 0
+        for t in targets {
+            let advance = 30 + Double(t.name.count) * 6.5
+            if lx + advance > width - 10, lx > left { lx = left; line += 1 }
+            legend.append((lx, line))
+            lx += advance
+        }
+        let modelNote = report.results.contains { $0.side != nil }
+        let legendBottom = 78 + 16 * Double(line)
+        let top = legendBottom + (modelNote ? 16 : 0) + 42
         let barHeight = 13.0, barGap = 2.0, groupGap = 16.0
         let plotWidth = width - left - right
         func x(_ v: Double) -> Double { left + plotWidth * (log10(max(v, low)) - log10(low)) / (log10(high) - log10(low)) }
@@ -45,13 +57,15 @@ public struct BenchChart: Sendable {
         out += text(left, 24, "Depot vs raw engines: operations per second (log scale, longer is faster)", weight: "bold", size: 16)
         out += text(left, 42, "\(s.buildMode) build · durability \(s.durability) (durable commits: full) · \(s.records) records × \(s.fieldsPerRecord) fields × \(s.bytesPerField) B · \(s.operations) ops/workload · \(s.rounds) round(s), medians · \(s.processors) CPUs, load \(s.loadAverageAtStart)")
         out += text(left, 57, "Solid bar: Depot through Store/Collection over the driver. Striped: the engine's raw C API (JSON: JSONText + atomic write floor). “n× raw”: Depot's time ÷ raw time.")
+        if modelNote {
+            out += text(left, legendBottom + 16, "Model workloads: @Model solid, Codable lighter, Record lightest. “n× Record”: the side's time ÷ the untyped Record side's time.")
+        }
         // Legend.
-        var lx = left
-        for t in targets {
+        for (t, place) in zip(targets, legend) {
             let fill = t.baseline ? "url(#raw-\(t.driver))" : (BenchChart.colors[t.driver] ?? "#777")
-            out += "<rect x=\"\(f(lx))\" y=\"68\" width=\"14\" height=\"11\" fill=\"\(fill)\" stroke=\"\(BenchChart.colors[t.driver] ?? "#777")\"/>\n"
-            out += text(lx + 18, 78, t.name)
-            lx += 30 + Double(t.name.count) * 6.5
+            let ly = 68 + 16 * Double(place.line)
+            out += "<rect x=\"\(f(place.x))\" y=\"\(f(ly))\" width=\"14\" height=\"11\" fill=\"\(fill)\"\(BenchChart.opacity(t.side)) stroke=\"\(BenchChart.colors[t.driver] ?? "#777")\"/>\n"
+            out += text(place.x + 18, ly + 10, t.name)
         }
         // Axis and decade grid lines.
         var decade = low
@@ -70,9 +84,12 @@ public struct BenchChart: Sendable {
                 let color = BenchChart.colors[r.driver] ?? "#777"
                 let fill = r.baseline ? "url(#raw-\(r.driver))" : color
                 let w0 = x(r.opsPerSecond) - left
-                out += "<rect x=\"\(f(left))\" y=\"\(f(y))\" width=\"\(f(max(w0, 1)))\" height=\"\(f(barHeight))\" fill=\"\(fill)\" stroke=\"\(color)\" stroke-width=\"0.8\"><title>\(escape(r.target)) \(escape(w.label)): \(BenchReport.rate(r.opsPerSecond)) ops/s</title></rect>\n"
+                out += "<rect x=\"\(f(left))\" y=\"\(f(y))\" width=\"\(f(max(w0, 1)))\" height=\"\(f(barHeight))\" fill=\"\(fill)\"\(BenchChart.opacity(r.side)) stroke=\"\(color)\" stroke-width=\"0.8\"><title>\(escape(r.target)) \(escape(w.label)): \(BenchReport.rate(r.opsPerSecond)) ops/s</title></rect>\n"
                 var label = "\(r.target): \(BenchReport.rate(r.opsPerSecond))/s"
-                if let ratio = r.ratioToRaw { label += String(format: "  (%.2f× raw)", ratio) }
+                var ratios: [String] = []
+                if let ratio = r.ratioToRaw { ratios.append(String(format: "%.2f× raw", ratio)) }
+                if let ratio = r.ratioToRecord { ratios.append(String(format: "%.2f× Record", ratio)) }
+                if !ratios.isEmpty { label += "  (" + ratios.joined(separator: ", ") + ")" }
                 out += text(left + max(w0, 1) + 5, y + barHeight - 3, label, size: 10)
                 y += barHeight + barGap
             }
@@ -85,6 +102,16 @@ public struct BenchChart: Sendable {
         out += text(left - 120, height - 15, "F 50% read + 50% read-modify-write · zipfian \(s.zipfianConstant), scrambled · each operation one transaction · bulk: batches of 10,000 · durable commit: durability full", fill: "#555")
         out += "</svg>\n"
         return out
+    }
+
+    /// The fill opacity of a typed-model side's bars: `@Model` solid, Codable and Record
+    /// lighter, so the three sides of one engine tell apart in its colour.
+    static func opacity(_ side: String?) -> String {
+        switch side {
+        case ModelSide.codable.rawValue: " fill-opacity=\"0.6\""
+        case ModelSide.record.rawValue: " fill-opacity=\"0.35\""
+        default: ""
+        }
     }
 
     static func short(_ v: Double) -> String {

@@ -24,6 +24,13 @@ public struct BenchOptions: Sendable, Hashable {
     public var workloads: [Workload] = Workload.runOrder
     /// Single-record durable commits per round.
     public var durableCommits = 50
+    /// Models the typed-model insert writes in one transaction (`model-insert`).
+    public var modelInserts = 50_000
+    /// Models in the collection the typed-model fetch reads with one query (`model-fetch`);
+    /// the insert's are topped up to this many, untimed. At least ``modelInserts``.
+    public var modelRecords = 200_000
+    /// Typed-model point reads per round (`model-point-reads`), each its own transaction.
+    public var modelReads = 300_000
     /// The JSON driver rewrites its whole file on every commit, so it gets at most this
     /// many records (both sides of its ratio).
     public var jsonRecordLimit = 1_000
@@ -58,7 +65,9 @@ public struct BenchOptions: Sendable, Hashable {
     public init() {}
 
     /// The options actually used: with ``quick``, 1 round of 2,000 records, 300 operations,
-    /// 5 durable commits and a 100,000-record streaming check.
+    /// 5 durable commits and a 100,000-record streaming check; the typed-model sizes are
+    /// scaled by the same factors (records ÷ 50: 1,000 inserts and 4,000 fetched; operations
+    /// ÷ 33: 9,000 point reads).
     public var effective: BenchOptions {
         guard quick else { return self }
         var copy = self
@@ -66,6 +75,9 @@ public struct BenchOptions: Sendable, Hashable {
         copy.records = min(records, 2_000)
         copy.operations = min(operations, 300)
         copy.durableCommits = min(durableCommits, 5)
+        copy.modelInserts = min(modelInserts, 1_000)
+        copy.modelRecords = min(modelRecords, 4_000)
+        copy.modelReads = min(modelReads, 9_000)
         copy.jsonRecordLimit = min(jsonRecordLimit, 500)
         copy.jsonOperationLimit = min(jsonOperationLimit, 100)
         copy.unorderedScanLimit = min(unorderedScanLimit, 30)
@@ -98,6 +110,8 @@ public struct BenchOptions: Sendable, Hashable {
         guard records >= 10 else { throw BenchError("--records must be at least 10.") }
         guard operations >= 1 else { throw BenchError("--operations must be at least 1.") }
         guard durableCommits >= 1 else { throw BenchError("durable commits must be at least 1.") }
+        guard modelInserts >= 1, modelReads >= 1 else { throw BenchError("model inserts and model reads must be at least 1.") }
+        guard modelRecords >= modelInserts else { throw BenchError("model records must be at least the model inserts.") }
         guard streamingRecords >= 0 else { throw BenchError("streaming records must not be negative.") }
     }
 }

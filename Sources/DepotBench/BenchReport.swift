@@ -38,6 +38,12 @@ public struct BenchSettings: Codable, Sendable, Hashable {
     public var loadAverageAtStart: String
     /// Engine settings per target (journal mode, synchronous, API, …).
     public var targets: [String: [String: String]]
+    /// Models the typed-model insert wrote in one transaction; `nil` when it did not run.
+    public var modelInserts: Int? = nil
+    /// Models in the collection of the typed-model fetch and point reads.
+    public var modelRecords: Int? = nil
+    /// Typed-model point reads per round.
+    public var modelReads: Int? = nil
 }
 
 /// One target's figures for one workload.
@@ -66,6 +72,14 @@ public struct BenchResult: Codable, Sendable, Hashable {
     public var ratioToRaw: Double?
     /// Each round's ratio.
     public var roundRatios: [Double]?
+    /// For the typed-model workloads: `"Record"`, `"Codable"`, `"@Model"` or `"raw"`
+    /// (``ModelSide``); `nil` for the record workloads.
+    public var side: String? = nil
+    /// For the Codable and `@Model` sides of the typed-model workloads: the median over
+    /// rounds of (their time ÷ the Record side's time) for the same operations.
+    public var ratioToRecord: Double? = nil
+    /// Each round's ratio to the Record side.
+    public var roundRatiosToRecord: [Double]? = nil
 }
 
 /// The peak resident set of one target over all its rounds.
@@ -103,19 +117,26 @@ extension BenchReport {
         var lines: [String] = []
         let s = settings
         lines.append("depot bench — \(s.buildMode) build, durability \(s.durability) (durable commits: \(s.durableCommitDurability)), \(s.rounds) round(s), \(s.records) records of \(s.fieldsPerRecord) fields × \(s.bytesPerField) bytes, \(s.operations) operations, zipfian \(s.zipfianConstant), \(s.processors) CPUs, load average at start \(s.loadAverageAtStart)")
+        if let inserts = s.modelInserts, let records = s.modelRecords, let reads = s.modelReads {
+            lines.append("  typed models (id + 10 integer fields): insert \(BenchReport.grouped(inserts)) in one transaction, fetch \(BenchReport.grouped(records)) with one query, \(BenchReport.grouped(reads)) point reads of one transaction each")
+        }
         for (target, values) in s.targets.sorted(by: { $0.key < $1.key }) {
             lines.append("  \(target): " + values.sorted(by: { $0.key < $1.key }).map { "\($0.key)=\($0.value)" }.joined(separator: "; "))
         }
         lines.append("")
-        let header = [pad("workload", 15), pad("target", 12), lpad("records", 8), lpad("ops", 7), lpad("ops/s", 12), lpad("p50", 10), lpad("p99", 10), lpad("÷ raw", 8)]
+        let toRecord = results.contains { $0.ratioToRecord != nil }
+        var header = [pad("workload", 17), pad("target", 14), lpad("records", 8), lpad("ops", 7), lpad("ops/s", 12), lpad("p50", 10), lpad("p99", 10), lpad("÷ raw", 8)]
+        if toRecord { header.append(lpad("÷ Record", 9)) }
         lines.append(header.joined(separator: " "))
         lines.append(String(repeating: "-", count: header.joined(separator: " ").count))
         for workload in Workload.runOrder {
             let rows = results.filter { $0.workload == workload }
             for r in rows {
-                lines.append([pad(workload.label, 15), pad(r.target, 12), lpad(String(r.records), 8), lpad(String(r.operations), 7), lpad(BenchReport.rate(r.opsPerSecond), 12),
-                              lpad(r.p50Nanoseconds.map(BenchReport.duration) ?? "-", 10), lpad(r.p99Nanoseconds.map(BenchReport.duration) ?? "-", 10),
-                              lpad(r.ratioToRaw.map { String(format: "%.2f×", $0) } ?? "", 8)].joined(separator: " "))
+                var cells = [pad(workload.label, 17), pad(r.target, 14), lpad(String(r.records), 8), lpad(String(r.operations), 7), lpad(BenchReport.rate(r.opsPerSecond), 12),
+                             lpad(r.p50Nanoseconds.map(BenchReport.duration) ?? "-", 10), lpad(r.p99Nanoseconds.map(BenchReport.duration) ?? "-", 10),
+                             lpad(r.ratioToRaw.map { String(format: "%.2f×", $0) } ?? "", 8)]
+                if toRecord { cells.append(lpad(r.ratioToRecord.map { String(format: "%.2f×", $0) } ?? "", 9)) }
+                lines.append(cells.joined(separator: " "))
             }
         }
         if !memory.isEmpty {

@@ -26,7 +26,11 @@ public func runBench(_ options: BenchOptions, output: (String) -> Void) async th
     let base = try makeBenchDirectory(options.directory)
     defer { try? FileManager.default.removeItem(atPath: base) }
 
+    let recordWorkloads = options.workloads.contains { !$0.isModel }
+    let modelWorkloads = options.workloads.contains(where: \.isModel)
     var pairs: [(engine: String, targets: [any BenchTarget])] = []
+    // The typed-model targets of each engine (Record, Codable, @Model, raw where there is one).
+    var modelGroups: [String: [any ModelBenchTarget]] = [:]
     for engine in options.drivers {
         guard let depot = try DepotStoreTarget.standard(engine) else { continue }
         guard DriverRegistry.standard.schemes.contains(engine) else {
@@ -35,9 +39,15 @@ public func runBench(_ options: BenchOptions, output: (String) -> Void) async th
         }
         var targets: [any BenchTarget] = [depot]
         if let raw = rawBaseline(engine) { targets.append(raw) }
-        pairs.append((engine, targets))
+        pairs.append((engine, recordWorkloads ? targets : []))
+        if modelWorkloads {
+            let models = modelTargets(engine)
+            if models.isEmpty { output("skipping the typed-model workloads on \(engine)") } else { modelGroups[engine] = models }
+        }
     }
-    guard !pairs.isEmpty else { throw BenchError("None of the drivers \(options.drivers.joined(separator: ", ")) is in this build.") }
+    guard pairs.contains(where: { !$0.targets.isEmpty || modelGroups[$0.engine] != nil }) else {
+        throw BenchError("None of the drivers \(options.drivers.joined(separator: ", ")) is in this build\(recordWorkloads ? "" : " with the typed-model workloads").")
+    }
 
     let loadAverage = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "unknown"
     output("depot bench: \(benchBuildMode) build, \(options.rounds) round(s), \(options.records) records, \(options.operations) operations, durability \(options.durability.rawValue); load average \(loadAverage)")
@@ -67,6 +77,8 @@ public func runBench(_ options: BenchOptions, output: (String) -> Void) async th
     var recordsUsed: [String: Int] = [:]
     var operationsUsed: [String: [Workload: Int]] = [:]
     var settings: [String: [String: String]] = [:]
+    // [engine: [model target display name: [workload: per-round measurements]]]
+    var modelMeasured: [String: [String: [Workload: [Measurement]]]] = [:]
     for round in 1...options.rounds {
         for pair in pairs {
             let ordered = round % 2 == 1 ? pair.targets : pair.targets.reversed()
@@ -94,6 +106,33 @@ public func runBench(_ options: BenchOptions, output: (String) -> Void) async th
                 operationsUsed[name] = result.measurements.mapValues(\.operations)
                 settings[name] = target.settings
                 output("round \(round)/\(options.rounds) \(name): \(String(format: "%.1f", Double(monotonicNanoseconds() - started) / 1e9)) s")
+            }
+            guard let models = modelGroups[pair.engine] else { continue }
+            // The typed-model targets, each round starting one further along the list.
+            let shift = (round - 1) % models.count
+            let plan = ModelRoundPlan(options: options, round: round)
+            for target in Array(models[shift...] + models[..<shift]) {
+                let name = target.displayName, key = modelKey(target)
+                if failures[key] != nil { continue }
+                let directory = base + "/r\(round)-models-" + name.replacingOccurrences(of: " ", with: "-").replacingOccurrences(of: "@", with: "")
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                trimMalloc()
+                ProcessMemory.resetPeak()
+                let started = monotonicNanoseconds()
+                let result: [Workload: Measurement]
+                do {
+                    result = try await measureModelRound(target, plan: plan, options: options, directory: directory)
+                } catch {
+                    failures[key] = "\(error)"
+                    output("round \(round)/\(options.rounds) \(key): FAILED: \(error)")
+                    try? FileManager.default.removeItem(atPath: directory)
+                    continue
+                }
+                if let peak = ProcessMemory.peakResidentBytes() { peaks[key] = max(peaks[key] ?? 0, peak) }
+                try? FileManager.default.removeItem(atPath: directory)
+                for (workload, m) in result { modelMeasured[pair.engine, default: [:]][name, default: [:]][workload, default: []].append(m) }
+                settings[key] = target.settings
+                output("round \(round)/\(options.rounds) \(key): \(String(format: "%.1f", Double(monotonicNanoseconds() - started) / 1e9)) s")
             }
         }
     }
@@ -124,6 +163,10 @@ public func runBench(_ options: BenchOptions, output: (String) -> Void) async th
                     ratioToRaw: ratio, roundRatios: roundRatios))
             }
         }
+        if let models = modelGroups[pair.engine] {
+            let succeeded = models.filter { failures[modelKey($0)] == nil }
+            results += modelResults(engine: pair.engine, targets: succeeded, measured: modelMeasured[pair.engine] ?? [:], options: options)
+        }
     }
 
     var notes: [String] = [
@@ -137,9 +180,17 @@ public func runBench(_ options: BenchOptions, output: (String) -> Void) async th
             ? "Streaming check: \(options.streamingRecords) records of 3 fields loaded, then streamed through the query n >= 0 in this process; its peak is VmHWM reset just before the stream."
             : "Streaming check: \(options.streamingRecords) records of 3 fields loaded, then streamed through the query n >= 0 by a fresh process that opens the store; its peak is that process's whole VmHWM, from its start.",
     ]
+    if !modelGroups.isEmpty {
+        notes.append("Typed models (model insert, model fetch, model point reads): an integer id and 10 integer fields a … j. Record: Depot with untyped records (Store.write { tx.insert }, Collection.query, Collection.get); Codable: IntegerRecord, a Codable Model, through TransactionRepository.insert, Repository.all, Repository.find(id:); @Model: GeneratedIntegerRecord through the same calls, its StoredModel conformance the hand-written expansion of @Model (FieldSink/FieldSource, no Codable); raw: the engine's C API into a plain struct. Each point read is its own transaction on every side. ÷ Record: the side's time ÷ the Record side's time for the same operations in the same round, median over rounds.")
+    }
     if benchBuildMode == "debug" { notes.append("DEBUG BUILD: these figures are not representative.") }
     for (name, error) in failures.sorted(by: { $0.key < $1.key }) { notes.append("FAILED: \(name): \(error); its figures are left out.") }
-    let memory = pairs.flatMap(\.targets).map { MemoryResult(target: $0.displayName, peakRSSBytes: peaks[$0.displayName], method: "VmHWM after clear_refs, per target, max over rounds") }
+    var memory = pairs.flatMap(\.targets).map { MemoryResult(target: $0.displayName, peakRSSBytes: peaks[$0.displayName], method: "VmHWM after clear_refs, per target, max over rounds") }
+    for pair in pairs {
+        for target in modelGroups[pair.engine] ?? [] {
+            memory.append(MemoryResult(target: modelKey(target), peakRSSBytes: peaks[modelKey(target)], method: "VmHWM after clear_refs, per target, max over rounds"))
+        }
+    }
 
     let formatter = ISO8601DateFormatter()
     let report = BenchReport(
@@ -147,7 +198,10 @@ public func runBench(_ options: BenchOptions, output: (String) -> Void) async th
             date: formatter.string(from: Date()), buildMode: benchBuildMode, durability: options.durability.rawValue, durableCommitDurability: "full",
             rounds: options.rounds, records: options.records, operations: options.operations, fieldsPerRecord: YCSB.fieldCount, bytesPerField: YCSB.fieldLength,
             zipfianConstant: YCSB.zipfianConstant, maxScanLength: YCSB.maxScanLength, quick: options.quick,
-            processors: ProcessInfo.processInfo.activeProcessorCount, loadAverageAtStart: loadAverage, targets: settings),
+            processors: ProcessInfo.processInfo.activeProcessorCount, loadAverageAtStart: loadAverage, targets: settings,
+            modelInserts: modelGroups.isEmpty ? nil : options.modelInserts,
+            modelRecords: modelGroups.isEmpty ? nil : options.modelRecords,
+            modelReads: modelGroups.isEmpty || !options.workloads.contains(.modelPointReads) ? nil : options.modelReads),
         results: results, memory: memory, streaming: streaming, notes: notes)
     output("")
     output(report.table())
@@ -176,6 +230,11 @@ public func rawBaseline(_ engine: String) -> (any BenchTarget)? {
     default: return nil
     }
 }
+
+/// The name a typed-model target's failures, peak RSS and settings are kept under
+/// (`"sqlite @Model (models)"`), apart from the record targets' (`"sqlite raw"` is both an
+/// engine's record baseline and its typed-model one).
+func modelKey(_ target: any ModelBenchTarget) -> String { target.displayName + " (models)" }
 
 /// One workload's figures from one round of one target.
 struct Measurement: Sendable {

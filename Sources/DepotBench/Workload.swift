@@ -15,6 +15,10 @@ import DepotCore
 ///
 /// An update writes one field (YCSB's default `writeallfields=false`); every operation is
 /// its own transaction. A scan is the query `id >= key` sorted by id with a limit.
+///
+/// The typed-model workloads (`model-insert`, `model-fetch`, `model-point-reads`) store a
+/// model of ten integer fields through Depot as untyped records, as a `Codable` model and as
+/// an `@Model` model, and through the raw engine (``ModelBenchTarget``).
 public enum Workload: String, Sendable, Hashable, CaseIterable, Codable {
     case bulkInsert = "bulk-insert"
     case bulkFetch = "bulk-fetch"
@@ -26,10 +30,17 @@ public enum Workload: String, Sendable, Hashable, CaseIterable, Codable {
     case ycsbD = "ycsb-d"
     case ycsbE = "ycsb-e"
     case durableCommit = "durable-commit"
+    /// Typed models inserted in one transaction (it also loads the typed-model collection).
+    case modelInsert = "model-insert"
+    /// Every typed model read by one query over the whole collection.
+    case modelFetch = "model-fetch"
+    /// Typed models read by uniformly random id, one transaction each.
+    case modelPointReads = "model-point-reads"
 
     /// The order a round runs them in: loading first, then YCSB's recommended A, B, C, F,
-    /// D, E (D and E insert records), then single durable commits.
-    public static let runOrder: [Workload] = [.bulkInsert, .bulkFetch, .pointReads, .ycsbA, .ycsbB, .ycsbC, .ycsbF, .ycsbD, .ycsbE, .durableCommit]
+    /// D, E (D and E insert records), then single durable commits; then the typed-model
+    /// workloads (their insert loads their collection).
+    public static let runOrder: [Workload] = [.bulkInsert, .bulkFetch, .pointReads, .ycsbA, .ycsbB, .ycsbC, .ycsbF, .ycsbD, .ycsbE, .durableCommit, .modelInsert, .modelFetch, .modelPointReads]
 
     /// A short label for tables and charts.
     public var label: String {
@@ -44,6 +55,9 @@ public enum Workload: String, Sendable, Hashable, CaseIterable, Codable {
         case .ycsbE: "YCSB E"
         case .ycsbF: "YCSB F"
         case .durableCommit: "durable commit"
+        case .modelInsert: "model insert"
+        case .modelFetch: "model fetch"
+        case .modelPointReads: "model point reads"
         }
     }
 
@@ -55,14 +69,18 @@ public enum Workload: String, Sendable, Hashable, CaseIterable, Codable {
         case .pointReads: "gets by id, uniformly random, one transaction each"
         case .ycsbA, .ycsbB, .ycsbC, .ycsbD, .ycsbE, .ycsbF: "YCSB operations, one transaction each"
         case .durableCommit: "single-record insert transactions at durability full"
+        case .modelInsert: "models of 10 integer fields inserted in one transaction"
+        case .modelFetch: "models fetched by one query over the whole collection"
+        case .modelPointReads: "gets of one model by id, uniformly random, one transaction each"
         }
     }
 
     /// The workloads named in a comma-separated `list` (`"point-reads,ycsb-c"`), in run order,
-    /// with the bulk insert that loads the data always included.
+    /// with the load of what they read always included: the bulk insert when a record
+    /// workload is named, the model insert when a typed-model workload is.
     /// - Throws: ``BenchError`` for a name that is not a workload's, or an empty list.
     public static func parseList(_ list: String) throws -> [Workload] {
-        var chosen: Set<Workload> = [.bulkInsert]
+        var chosen: Set<Workload> = []
         var named = 0
         for part in list.split(separator: ",") {
             let name = part.filter { !$0.isWhitespace }.lowercased()
@@ -74,7 +92,17 @@ public enum Workload: String, Sendable, Hashable, CaseIterable, Codable {
             named += 1
         }
         guard named > 0 else { throw BenchError("--workloads names no workload.") }
+        if chosen.contains(where: { !$0.isModel }) { chosen.insert(.bulkInsert) }
+        if chosen.contains(where: \.isModel) { chosen.insert(.modelInsert) }
         return runOrder.filter(chosen.contains)
+    }
+
+    /// `true` for the typed-model workloads (run by ``ModelBenchTarget``s, not ``BenchTarget``s).
+    public var isModel: Bool {
+        switch self {
+        case .modelInsert, .modelFetch, .modelPointReads: true
+        default: false
+        }
     }
 
     /// `true` for the YCSB core workloads.
@@ -163,7 +191,7 @@ public struct OperationPlan: Sendable {
                     next += 1
                 }
             }
-        case .bulkInsert, .bulkFetch, .durableCommit:
+        case .bulkInsert, .bulkFetch, .durableCommit, .modelInsert, .modelFetch, .modelPointReads:
             break
         }
         return (ops, next - existing)

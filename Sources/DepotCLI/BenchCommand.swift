@@ -9,11 +9,14 @@ import Foundation
 struct BenchCommand: DepotSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Benchmark drivers on YCSB A–F, bulk insert/fetch, point reads and durable commits, against the raw engines.",
+        abstract: "Benchmark drivers on YCSB A–F, bulk insert/fetch, point reads, durable commits and typed models, against the raw engines.",
         usage: "depot bench [--drivers D,D] [--workloads W,W] [--rounds N] [--records N] [--operations N] [--durability full|normal] [--streaming N] [--json FILE] [--chart FILE.svg] [--quick]",
         discussion: """
             Reports medians and ratios taken round by round, with the settings beside the \
-            numbers. Durable commits always run at durability full. See Docs/Benchmarks.md.
+            numbers. Durable commits always run at durability full. The typed-model workloads \
+            (50,000 inserts, a 200,000-model fetch, 300,000 point reads; scaled down by --quick) \
+            compare untyped records, Codable models, @Model models and the raw engine. See \
+            Docs/Benchmarks.md.
 
             Example:
               depot bench --quick --drivers sqlite,gdbm --json bench.json --chart bench.svg
@@ -23,7 +26,7 @@ struct BenchCommand: DepotSubcommand {
     @Option(help: ArgumentHelp("Comma-separated driver schemes (default: every driver).", valueName: "D,D"))
     var drivers: String?
 
-    @Option(help: ArgumentHelp("Comma-separated workloads: bulk-insert, bulk-fetch, point-reads, ycsb-a … ycsb-f, durable-commit (default: all; the bulk insert always runs, it loads the data).", valueName: "W,W"))
+    @Option(help: ArgumentHelp("Comma-separated workloads: bulk-insert, bulk-fetch, point-reads, ycsb-a … ycsb-f, durable-commit, and the typed-model model-insert, model-fetch, model-point-reads (default: all; the bulk insert runs with any record workload and the model insert with any typed-model one: they load the data).", valueName: "W,W"))
     var workloads: String?
 
     @Option(help: "Rounds, interleaved across drivers.")

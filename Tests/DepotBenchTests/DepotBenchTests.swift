@@ -101,20 +101,33 @@ import Testing
         options.quick = true
         options.records = 500
         options.operations = 100
+        options.modelInserts = 200
+        options.modelRecords = 400
+        options.modelReads = 300
         options.streamingRecords = 0
         options.directory = dir
         options.jsonPath = dir + "/report.json"
         options.chartPath = dir + "/chart.svg"
         var lines: [String] = []
         let report = try await runBench(options) { lines.append($0) }
-        for workload in Workload.runOrder {
+        for workload in Workload.runOrder where !workload.isModel {
             let result = try #require(report.result("memory", workload))
             #expect(result.opsPerSecond > 0)
         }
+        let modelWorkloads = Workload.runOrder.filter(\.isModel)
+        for side in ["Record", "Codable", "@Model"] {
+            for workload in modelWorkloads {
+                let result = try #require(report.result("memory \(side)", workload))
+                #expect(result.opsPerSecond > 0)
+                #expect(result.ratioToRaw == nil)  // memory has no raw engine
+                #expect((result.ratioToRecord != nil) == (side != "Record"))
+            }
+        }
+        #expect(report.result("memory @Model", .modelPointReads)?.operations == 300)
         #expect(report.result("memory", .ycsbA)?.p99Nanoseconds != nil)
         #expect(report.result("memory", .bulkInsert)?.records == 500)
         let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/report.json"))) as? [String: Any]
-        #expect((json?["results"] as? [Any])?.count == Workload.runOrder.count)
+        #expect((json?["results"] as? [Any])?.count == Workload.runOrder.count - modelWorkloads.count + 3 * modelWorkloads.count)
         let svg = try String(contentsOfFile: dir + "/chart.svg", encoding: .utf8)
         #expect(svg.hasPrefix("<svg") && svg.hasSuffix("</svg>\n"))
         #expect(svg.contains("YCSB E"))
@@ -137,6 +150,8 @@ import Testing
     @Test func workloadListsParseInRunOrderWithTheLoad() throws {
         #expect(try Workload.parseList("ycsb-c, point-reads") == [.bulkInsert, .pointReads, .ycsbC])
         #expect(try Workload.parseList("bulk-insert") == [.bulkInsert])
+        #expect(try Workload.parseList("model-point-reads") == [.modelInsert, .modelPointReads])
+        #expect(try Workload.parseList("model-fetch,ycsb-a") == [.bulkInsert, .ycsbA, .modelInsert, .modelFetch])
         #expect(throws: BenchError.self) { try Workload.parseList("ycsb-g") }
         #expect(throws: BenchError.self) { try Workload.parseList(" , ") }
     }

@@ -4,6 +4,7 @@
 // `DEPOT_BENCH_RUNS` runs (3 by default).
 //
 //   cd Benchmarks && swift run -c release SQLiteBenchmarks
+//   cd Benchmarks && swift run -c release SQLiteBenchmarks typed    # only the typed models (TypedModels.swift)
 import Depot
 import Foundation
 import GRDB
@@ -192,6 +193,25 @@ if let mode = ProcessInfo.processInfo.environment["DEPOT_BENCH_PROFILE"] {
     exit(0)
 }
 
+/// Ratios against the raw C API of the same workload.
+@MainActor func printRatios() {
+    print("\nratios (time / raw C API time of the same workload):")
+    for workload in Set(lines.map(\.workload)).sorted() {
+        let group = lines.filter { $0.workload == workload }
+        guard let raw = group.first(where: { $0.side.hasPrefix("raw") }) else { continue }
+        for line in group where !line.side.hasPrefix("raw") {
+            print(String(format: "%-36@ %-34@ %6.2fx", workload as NSString, line.side as NSString, line.perOp / raw.perOp))
+        }
+    }
+}
+
+// `SQLiteBenchmarks typed`: only the typed-model workloads (TypedModels.swift).
+if CommandLine.arguments.dropFirst().contains("typed") {
+    try await runTypedModelBenchmarks()
+    printRatios()
+    exit(0)
+}
+
 print("SQLite \(String(cString: sqlite3_libversion())), WAL, synchronous=FULL on every side; best of \(runs) runs")
 
 // 1. Insert 50,000 records of 10 integer fields in one transaction.
@@ -373,12 +393,7 @@ do {
     }, ops: commits)
 }
 
-// Ratios against the raw C API of the same workload.
-print("\nratios (time / raw C API time of the same workload):")
-for workload in Set(lines.map(\.workload)).sorted() {
-    let group = lines.filter { $0.workload == workload }
-    guard let raw = group.first(where: { $0.side.hasPrefix("raw") }) else { continue }
-    for line in group where !line.side.hasPrefix("raw") {
-        print(String(format: "%-28@ %-34@ %6.2fx", workload as NSString, line.side as NSString, line.perOp / raw.perOp))
-    }
-}
+// The typed-model workloads (their own pragmas: synchronous=NORMAL on every side), then
+// the ratios of everything.
+try await runTypedModelBenchmarks()
+printRatios()
