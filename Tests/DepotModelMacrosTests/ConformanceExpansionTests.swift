@@ -2,9 +2,9 @@ import Foundation
 import SwiftSyntaxMacrosTestSupport
 import XCTest
 
-/// DepotConformance's `MacroShaped` (Sources/DepotConformance/ModelMacroChecks.swift) is the
-/// macro's expansion written out, because the conformance library may not depend on the
-/// macro. This test expands the declaration in that file's MODEL INPUT comment with the real
+/// DepotConformance's `MacroShaped` (Sources/DepotConformance/ModelMacroChecks.swift) and
+/// `depot bench`'s `GeneratedIntegerRecord` (Sources/DepotBench/BenchTypedModel.swift) are the
+/// macro's expansion written out, because neither library may depend on the macro. This test expands the declaration in that file's MODEL INPUT comment with the real
 /// macro and requires the MODEL EXPANSION region, exactly: change one, and it fails until
 /// the other matches.
 final class ConformanceExpansionTests: XCTestCase {
@@ -17,10 +17,11 @@ final class ConformanceExpansionTests: XCTestCase {
         return Array(lines[(begin + 1)..<end])
     }
 
-    func testConformanceTypeIsTheMacroExpansion() throws {
+    /// Expands the MODEL INPUT of the file at `relativePath` and requires its MODEL EXPANSION.
+    func checkExpansion(in relativePath: String, declaring typeName: String) throws {
         let path = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Sources/DepotConformance/ModelMacroChecks.swift")
+            .appendingPathComponent(relativePath)
         let text = try String(contentsOf: path, encoding: .utf8)
         let input = try Self.region("MODEL INPUT", in: text).map { line -> String in
             XCTAssertTrue(line.hasPrefix("// "), "every input line is a comment: \(line)")
@@ -28,7 +29,17 @@ final class ConformanceExpansionTests: XCTestCase {
         }
         let expansion = try Self.region("MODEL EXPANSION", in: text).joined(separator: "\n")
         XCTAssertTrue(input.first?.hasPrefix("@Model(") ?? false)
-        XCTAssertTrue(expansion.contains("extension MacroShaped: DepotCore.StoredModel {"))
+        XCTAssertTrue(expansion.contains("extension \(typeName): DepotCore.StoredModel {"))
         expand(input.joined(separator: "\n"), expansion)
+    }
+
+    func testConformanceTypeIsTheMacroExpansion() throws {
+        try checkExpansion(in: "Sources/DepotConformance/ModelMacroChecks.swift", declaring: "MacroShaped")
+    }
+
+    /// `depot bench`'s @Model side (Sources/DepotBench/BenchTypedModel.swift) is the
+    /// macro's expansion too: the CLI may not depend on the macro either.
+    func testBenchModelIsTheMacroExpansion() throws {
+        try checkExpansion(in: "Sources/DepotBench/BenchTypedModel.swift", declaring: "GeneratedIntegerRecord")
     }
 }
