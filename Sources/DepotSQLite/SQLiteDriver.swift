@@ -196,10 +196,14 @@ public final class SQLiteDriver: StorageDriver {
         case declined
     }
 
-    /// The most statement steps an inline transaction may take before it is abandoned and
-    /// run again on the connection's thread: enough for a few gets, an update or a short
-    /// scan, not for a bulk load.
+    /// The most statement steps an inline read transaction may take before it is abandoned
+    /// and run again on the connection's thread: enough for a few gets or a short scan.
     static let inlineStepBudget = 256
+
+    /// The same for an inline write transaction: a few reads and writes. Smaller than the
+    /// reads' budget because a bulk write abandoned inline is rolled back and done again: a
+    /// budget of 256 cost a 2,000-record bulk insert 8–13% (Docs/measurements/2026-11-24-sqlite-inline.md).
+    static let inlineWriteStepBudget = 64
 
     /// Runs a read transaction on `connection`: `BEGIN`, the catalog (its first read takes
     /// the snapshot), `body`, `COMMIT`. Inline, the snapshot is taken without waiting
@@ -261,7 +265,7 @@ public final class SQLiteDriver: StorageDriver {
     /// After a commit that leaves the write-ahead log at 1,000 pages or more, a passive
     /// checkpoint runs on the writer's thread (queued when inline).
     private func runWrite<T>(_ connection: SQLiteConnection, inline: Bool, _ body: (any WriteTransaction) throws -> T) throws -> Inline<T> {
-        if inline { connection.beginInline(steps: SQLiteDriver.inlineStepBudget) }
+        if inline { connection.beginInline(steps: SQLiteDriver.inlineWriteStepBudget) }
         defer { if inline { connection.endInline() } }
         let transaction: SQLiteTransaction
         do {
@@ -383,7 +387,7 @@ public final class SQLiteDriver: StorageDriver {
     /// and no other process holds the write lock, the transaction runs and commits right on
     /// the calling thread (such a commit does no fsync: the write-ahead log's checkpoints
     /// run on the writer's thread); otherwise, and always with durability `full`, on the
-    /// writer's thread. An inline transaction that outgrows ``inlineStepBudget`` statement
+    /// writer's thread. An inline transaction that outgrows ``inlineWriteStepBudget`` statement
     /// steps is rolled back and `body` runs again on the writer's thread, so `body` may be
     /// called twice: keep it free of side effects other than its result.
     /// - Throws: what `body` throws; `.closed`, `.locked` (another process kept the write

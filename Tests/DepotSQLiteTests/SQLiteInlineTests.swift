@@ -118,14 +118,25 @@ import Testing
         // some 4,500 pages (over 36 MB) without checkpoints.
         let blob = FieldValue.bytes(Data(repeating: 7, count: 20_000))
         for n in 0..<1500 {
-            try await driver.write { tx in try tx.save(Record(id: .int(Int64(n % 50)), fields: ["b": blob]), into: self.items) }
+            try await driver.write { tx in _ = try tx.save(Record(id: .int(Int64(n % 50)), fields: ["b": blob]), into: self.items) }
         }
         // Let a queued checkpoint finish, then commit once more so the log restarts.
         _ = try await driver.read { tx in try tx.count(.all, in: self.items) }
-        try await driver.write { tx in try tx.save(Record(id: 0, fields: ["b": blob]), into: self.items) }
+        try await driver.write { tx in _ = try tx.save(Record(id: 0, fields: ["b": blob]), into: self.items) }
         let wal = try FileManager.default.attributesOfItem(atPath: dir.store + "-wal")[.size] as? Int ?? 0
         #expect(wal > 0 && wal < 16_000_000, "WAL size \(wal)")
         #expect(try await driver.read { tx in try tx.count(.all, in: self.items) } == 50)
         try await driver.close()
+    }
+
+    @Test func theInlineOptionOfTheStoreString() async throws {
+        let dir = try ScratchDirectory()
+        let off = try await SQLiteDriver(StoreLocation("sqlite:\(dir.path)/off.sqlite?inline=false"))
+        let on = try await SQLiteDriver(StoreLocation("sqlite:\(dir.path)/on.sqlite"))
+        #expect(!off.inlineTransactions && on.inlineTransactions)
+        try await off.close()
+        try await on.close()
+        let error = await #expect(throws: DepotError.self) { _ = try await SQLiteDriver(StoreLocation("sqlite:\(dir.path)/x.sqlite?inline=maybe")) }
+        #expect(error?.code == .invalidStore && error?.message.contains("inline") == true)
     }
 }
