@@ -205,26 +205,35 @@ public final class SQLiteDriver: StorageDriver {
     /// budget of 256 cost a 2,000-record bulk insert 8–13% (Docs/measurements/2026-11-24-sqlite-inline.md).
     static let inlineWriteStepBudget = 64
 
+    /// Begins a transaction (`BEGIN IMMEDIATE` to write) and reads the catalog, whose first
+    /// statement takes the snapshot; once it holds its locks, an inline transaction waits on
+    /// busy locks again. Returns `nil` when an inline transaction could not take its locks at
+    /// once (nothing ran).
+    /// - Throws: what `BEGIN` or the catalog throws, after a rollback.
+    private func begin(_ connection: SQLiteConnection, writable: Bool, inline: Bool) throws -> SQLiteTransaction? {
+        do {
+            try connection.executeCached(writable ? "BEGIN IMMEDIATE" : "BEGIN")
+            let transaction = SQLiteTransaction(connection: connection, catalog: try catalog(for: connection), writable: writable)
+            if inline { connection.restoreBusyTimeout() }
+            return transaction
+        } catch let error as DepotError where inline && (error.code == .locked || connection.overBudget) {
+            connection.stepsLeft = Int.max
+            try? connection.executeCached("ROLLBACK")
+            return nil
+        } catch {
+            connection.stepsLeft = Int.max
+            try? connection.executeCached("ROLLBACK")
+            throw error
+        }
+    }
+
     /// Runs a read transaction on `connection`: `BEGIN`, the catalog (its first read takes
     /// the snapshot), `body`, `COMMIT`. Inline, the snapshot is taken without waiting
     /// (`.declined` if it cannot be) and the steps are limited.
     private func runRead<T>(_ connection: SQLiteConnection, inline: Bool = false, _ body: (SQLiteTransaction) throws -> T) throws -> Inline<T> {
         if inline { connection.beginInline(steps: SQLiteDriver.inlineStepBudget) }
         defer { if inline { connection.endInline() } }
-        let transaction: SQLiteTransaction
-        do {
-            try connection.executeCached("BEGIN")
-            transaction = SQLiteTransaction(connection: connection, catalog: try catalog(for: connection), writable: false)
-        } catch let error as DepotError where inline && (error.code == .locked || connection.overBudget) {
-            connection.stepsLeft = Int.max
-            try? connection.executeCached("ROLLBACK")
-            return .declined
-        } catch {
-            connection.stepsLeft = Int.max
-            try? connection.executeCached("ROLLBACK")
-            throw error
-        }
-        if inline { connection.restoreBusyTimeout() }
+        guard let transaction = try begin(connection, writable: false, inline: inline) else { return .declined }
         defer { transaction.isValid = false }
         let result: T
         do {
@@ -267,20 +276,7 @@ public final class SQLiteDriver: StorageDriver {
     private func runWrite<T>(_ connection: SQLiteConnection, inline: Bool, _ body: (any WriteTransaction) throws -> T) throws -> Inline<T> {
         if inline { connection.beginInline(steps: SQLiteDriver.inlineWriteStepBudget) }
         defer { if inline { connection.endInline() } }
-        let transaction: SQLiteTransaction
-        do {
-            try connection.executeCached("BEGIN IMMEDIATE")
-            transaction = SQLiteTransaction(connection: connection, catalog: try catalog(for: connection), writable: true)
-        } catch let error as DepotError where inline && (error.code == .locked || connection.overBudget) {
-            connection.stepsLeft = Int.max
-            try? connection.executeCached("ROLLBACK")
-            return .declined
-        } catch {
-            connection.stepsLeft = Int.max
-            try? connection.executeCached("ROLLBACK")
-            throw error
-        }
-        if inline { connection.restoreBusyTimeout() }
+        guard let transaction = try begin(connection, writable: true, inline: inline) else { return .declined }
         let result: T
         do {
             defer { transaction.isValid = false }
