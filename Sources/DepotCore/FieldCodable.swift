@@ -38,9 +38,12 @@ struct FieldKey: CodingKey {
 
 /// Runs one of the decoder's scalar readers for a top-level field and turns its
 /// `DecodingError` into the ``DepotError`` `.decoding` that ``RecordDecoder`` would throw.
-@inline(__always) func readScalar<T>(_ field: String, _ read: ([any CodingKey]) throws -> T) throws -> T {
+/// `read` gets a maker of the coding path, not the path: the scalar readers take it as an
+/// autoclosure, so the path (an array of one existential key) is built only for an error,
+/// never for a value that fits.
+@inline(__always) func readScalar<T>(_ field: String, _ read: (() -> [any CodingKey]) throws -> T) throws -> T {
     do {
-        return try read([FieldKey(field)])
+        return try read { [FieldKey(field)] }
     } catch let error as DecodingError {
         throw fieldDecodingError(error, field: field, type: T.self)
     }
@@ -63,7 +66,7 @@ extension Bool: FieldCodable {
     public func storedFieldValue(field: String) throws -> FieldValue { .bool(self) }
     /// Reads a `.bool`. - Throws: `.decoding` for any other kind.
     public init(storedFieldValue value: FieldValue, field: String) throws {
-        self = try readScalar(field) { try Scalar.bool(value, $0) }
+        self = try readScalar(field) { try Scalar.bool(value, $0()) }
     }
 }
 
@@ -72,7 +75,7 @@ extension String: FieldCodable {
     public func storedFieldValue(field: String) throws -> FieldValue { .string(self) }
     /// Reads a `.string`. - Throws: `.decoding` for any other kind.
     public init(storedFieldValue value: FieldValue, field: String) throws {
-        self = try readScalar(field) { try Scalar.string(value, $0) }
+        self = try readScalar(field) { try Scalar.string(value, $0()) }
     }
 }
 
@@ -81,7 +84,7 @@ extension Double: FieldCodable {
     public func storedFieldValue(field: String) throws -> FieldValue { try checkedDouble(self, [FieldKey(field)]) }
     /// Reads a `.double`, or an `.int` converted. - Throws: `.decoding` for any other kind.
     public init(storedFieldValue value: FieldValue, field: String) throws {
-        self = try readScalar(field) { try Scalar.double(value, $0) }
+        self = try readScalar(field) { try Scalar.double(value, $0()) }
     }
 }
 
@@ -90,7 +93,7 @@ extension Float: FieldCodable {
     public func storedFieldValue(field: String) throws -> FieldValue { try checkedDouble(Double(self), [FieldKey(field)]) }
     /// Reads a number as a `Double` and converts it to `Float`. - Throws: `.decoding` for any other kind.
     public init(storedFieldValue value: FieldValue, field: String) throws {
-        self = Float(try readScalar(field) { try Scalar.double(value, $0) })
+        self = Float(try readScalar(field) { try Scalar.double(value, $0()) })
     }
 }
 
@@ -104,7 +107,7 @@ extension FieldCodableInteger {
     /// Reads an `.int` that fits, or a `.double` with an integral value that fits.
     /// - Throws: `.decoding` otherwise.
     public init(storedFieldValue value: FieldValue, field: String) throws {
-        self = try readScalar(field) { try Scalar.integer(Self.self, value, $0) }
+        self = try readScalar(field) { try Scalar.integer(Self.self, value, $0()) }
     }
 }
 
@@ -124,7 +127,7 @@ extension Data: FieldCodable {
     public func storedFieldValue(field: String) throws -> FieldValue { .bytes(self) }
     /// Reads `.bytes`. - Throws: `.decoding` for any other kind.
     public init(storedFieldValue value: FieldValue, field: String) throws {
-        self = try readScalar(field) { try decodeValue(Data.self, from: value, codingPath: $0) }
+        self = try readScalar(field) { try decodeValue(Data.self, from: value, codingPath: $0()) }
     }
 }
 
@@ -133,7 +136,7 @@ extension Date: FieldCodable {
     public func storedFieldValue(field: String) throws -> FieldValue { .double(timeIntervalSinceReferenceDate) }
     /// Reads a number of seconds since 2001-01-01. - Throws: `.decoding` for any other kind.
     public init(storedFieldValue value: FieldValue, field: String) throws {
-        self = try readScalar(field) { try decodeValue(Date.self, from: value, codingPath: $0) }
+        self = try readScalar(field) { try decodeValue(Date.self, from: value, codingPath: $0()) }
     }
 }
 
@@ -142,7 +145,7 @@ extension UUID: FieldCodable {
     public func storedFieldValue(field: String) throws -> FieldValue { .string(uuidString) }
     /// Reads a UUID string in either case. - Throws: `.decoding` otherwise.
     public init(storedFieldValue value: FieldValue, field: String) throws {
-        self = try readScalar(field) { try decodeValue(UUID.self, from: value, codingPath: $0) }
+        self = try readScalar(field) { try decodeValue(UUID.self, from: value, codingPath: $0()) }
     }
 }
 
@@ -151,7 +154,7 @@ extension URL: FieldCodable {
     public func storedFieldValue(field: String) throws -> FieldValue { .string(absoluteString) }
     /// Reads a string that `URL(string:)` accepts. - Throws: `.decoding` otherwise.
     public init(storedFieldValue value: FieldValue, field: String) throws {
-        self = try readScalar(field) { try decodeValue(URL.self, from: value, codingPath: $0) }
+        self = try readScalar(field) { try decodeValue(URL.self, from: value, codingPath: $0()) }
     }
 }
 
@@ -160,7 +163,7 @@ extension Decimal: FieldCodable {
     public func storedFieldValue(field: String) throws -> FieldValue { .string(description) }
     /// Reads decimal text, an `.int` or a `.double`. - Throws: `.decoding` otherwise.
     public init(storedFieldValue value: FieldValue, field: String) throws {
-        self = try readScalar(field) { try decodeValue(Decimal.self, from: value, codingPath: $0) }
+        self = try readScalar(field) { try decodeValue(Decimal.self, from: value, codingPath: $0()) }
     }
 }
 
