@@ -53,7 +53,7 @@ extension SyncCoordinator {
             case .delete:
                 if !state.remote {
                     // The server never had it: nothing to send.
-                    try await localWrite { tx in try Outbox.remove(seq, in: tx) }
+                    _ = try await localWrite { tx in try Outbox.remove(seq, in: tx) }
                     return .pushed
                 }
                 method = "DELETE"

@@ -28,7 +28,7 @@ struct WireRoundTripTests {
         Record(id: "bytes", fields: ["b": .bytes(Data([0, 1, 0xFF, 0x80])), "empty": .bytes(Data()), "inArray": [.bytes(Data("hi".utf8))]]),
         Record(id: "doubles", fields: [
             "inf": .double(.infinity), "ninf": .double(-.infinity), "negZero": .double(-0.0), "one": .double(1.0),
-            "tiny": .double(5e-324), "huge": .double(.greatestFiniteMagnitude), "inObject": ["x": .double(-.infinity)],
+            "tiny": .double(.leastNonzeroMagnitude), "huge": .double(.greatestFiniteMagnitude), "inObject": ["x": .double(-.infinity)],
         ]),
         Record(id: "ints", fields: ["past53": .int(9_007_199_254_740_993), "min": .int(.min), "max": .int(.max), "zero": 0]),
         Record(id: "text", fields: ["nul": "a\u{0}b", "astral": "😀𝄞", "controls": "\u{1}\u{1F}\u{7F}\"\\\n", "combining": "e\u{301}", "empty": ""]),
