@@ -118,7 +118,7 @@ public struct BlockingRepository<M: StoredModel>: Sendable {
         if let cache, let hit = cache.get(recordID) { return hit }
         let generation = cache?.generation
         let collection = self.collection
-        let model = try store.read { tx in try tx.model(M.self, id: recordID, in: collection) }
+        let model = try store.read { tx in try tx.model(M.self, id: recordID, alternates: id.alternateRecordIDs, in: collection) }
         if let cache, let model, let generation { cache.put(recordID, model, ifGeneration: generation) }
         return model
     }

@@ -142,7 +142,7 @@ extension Date: FieldCodable {
 
 extension UUID: FieldCodable {
     /// `.string`, upper case.
-    public func storedFieldValue(field: String) throws -> FieldValue { .string(uuidString) }
+    public func storedFieldValue(field: String) throws -> FieldValue { .string(canonicalText) }
     /// Reads a UUID string in either case. - Throws: `.decoding` otherwise.
     public init(storedFieldValue value: FieldValue, field: String) throws {
         self = try readScalar(field) { try decodeValue(UUID.self, from: value, codingPath: $0()) }

@@ -203,7 +203,7 @@ extension Int32: FieldValueConvertible { public var fieldValue: FieldValue { .in
 extension Double: FieldValueConvertible { public var fieldValue: FieldValue { .double(self) } }
 extension String: FieldValueConvertible { public var fieldValue: FieldValue { .string(self) } }
 extension Data: FieldValueConvertible { public var fieldValue: FieldValue { .bytes(self) } }
-extension UUID: FieldValueConvertible { public var fieldValue: FieldValue { .string(uuidString) } }
+extension UUID: FieldValueConvertible { public var fieldValue: FieldValue { .string(canonicalText) } }
 extension Date: FieldValueConvertible { public var fieldValue: FieldValue { .double(timeIntervalSinceReferenceDate) } }
 extension Optional: FieldValueConvertible where Wrapped: FieldValueConvertible {
     /// The wrapped value's field value, or ``FieldValue/null`` for `nil`.

@@ -116,9 +116,18 @@ public protocol ModelID: Codable, Sendable {
     static var idKind: IDKind { get }
     /// The record id, or `nil` for an id the store should assign.
     var recordID: RecordID? { get }
+    /// Other record ids the same id may have been stored under (a UUID in lower case);
+    /// ``TransactionRepository/find(id:)`` and ``Repository/find(id:)`` look there when
+    /// ``recordID`` finds nothing. None by default.
+    var alternateRecordIDs: [RecordID] { get }
     /// The id a record id stands for.
     /// - Throws: `.decoding` when `recordID` is of the other kind or does not fit.
     init(recordID: RecordID) throws
+}
+
+extension ModelID {
+    /// No other forms.
+    public var alternateRecordIDs: [RecordID] { [] }
 }
 
 extension Int: ModelID {
@@ -157,11 +166,21 @@ extension String: ModelID {
     }
 }
 
+extension UUID {
+    /// The one text form Depot writes for a UUID, everywhere: upper case, as Foundation's
+    /// `uuidString` gives it (model ids, UUID fields, sync idempotency keys, ids the server
+    /// makes). Readers accept either case. Docs/TypeMapping.md.
+    public var canonicalText: String { uuidString }
+}
+
 extension UUID: ModelID {
     /// `UUID` ids are stored as string record ids.
     public static var idKind: IDKind { .string }
-    /// The UUID's upper-case string form as a record id.
-    public var recordID: RecordID? { .string(uuidString) }
+    /// The UUID's canonical (upper-case) text as a record id.
+    public var recordID: RecordID? { .string(canonicalText) }
+    /// The lower-case text, under which another writer (an older Depot server, another
+    /// library) may have stored the record.
+    public var alternateRecordIDs: [RecordID] { [.string(uuidString.lowercased())] }
     /// The UUID a string record id spells (either case). - Throws: `.decoding` otherwise.
     public init(recordID: RecordID) throws {
         guard case .string(let text) = recordID, let uuid = UUID(uuidString: text) else { throw recordID.mismatch(UUID.self) }
@@ -174,6 +193,8 @@ extension Optional: ModelID where Wrapped: ModelID {
     public static var idKind: IDKind { Wrapped.idKind }
     /// The wrapped id, or `nil`, which asks the store to assign an integer id on insert.
     public var recordID: RecordID? { self?.recordID }
+    /// The wrapped id's other forms.
+    public var alternateRecordIDs: [RecordID] { self?.alternateRecordIDs ?? [] }
     /// The wrapped id of `recordID`.
     public init(recordID: RecordID) throws { self = try Wrapped(recordID: recordID) }
 }

@@ -106,7 +106,7 @@ func encodeValue<T: Encodable>(_ value: T, codingPath: [any CodingKey]) throws -
         switch value {
         case let v as Date: return .double(v.timeIntervalSinceReferenceDate)
         case let v as Data: return .bytes(v)
-        case let v as UUID: return .string(v.uuidString)
+        case let v as UUID: return .string(v.canonicalText)
         case let v as URL: return .string(v.absoluteString)
         case let v as Decimal: return .string(v.description)
         case let v as FieldValue: return v

@@ -67,7 +67,8 @@ public struct Repository<M: StoredModel>: Sendable {
         if let cache, let hit = cache.get(recordID) { return hit }
         let generation = cache?.generation
         let collection = self.collection
-        let model = try await store.read { tx in try tx.model(M.self, id: recordID, in: collection) }
+        let alternates = id.alternateRecordIDs
+        let model = try await store.read { tx in try tx.model(M.self, id: recordID, alternates: alternates, in: collection) }
         if let cache, let model, let generation { cache.put(recordID, model, ifGeneration: generation) }
         return model
     }

@@ -52,6 +52,16 @@ public class StoreReadTransaction {
     public func model<M: StoredModel>(_ type: M.Type, id: RecordID, in collection: CollectionName) throws -> M? {
         try base.withFields(of: id, from: collection) { try M.decode($0) }
     }
+
+    /// ``model(_:id:in:)``, then, when there is no record with `id`, the first of
+    /// `alternates` that has one (a UUID id stored in lower case).
+    func model<M: StoredModel>(_ type: M.Type, id: RecordID, alternates: [RecordID], in collection: CollectionName) throws -> M? {
+        if let found = try model(M.self, id: id, in: collection) { return found }
+        for alternate in alternates {
+            if let found = try model(M.self, id: alternate, in: collection) { return found }
+        }
+        return nil
+    }
     /// The number of records `filter` matches.
     /// - Throws: `.invalidQuery`, driver errors.
     public func count(_ filter: Filter = .all, in collection: CollectionName) throws -> Int {

@@ -27,7 +27,7 @@ public struct TransactionRepository<M: StoredModel> {
     /// - Throws: `.decoding` when the stored record does not fit `M`.
     public func find(id: M.ID) throws -> M? {
         guard let recordID = id.recordID else { return nil }
-        return try transaction.model(M.self, id: recordID, in: collection)
+        return try transaction.model(M.self, id: recordID, alternates: id.alternateRecordIDs, in: collection)
     }
 
     /// The models `query` selects, in its order.

@@ -240,7 +240,7 @@ struct RequestHandler: Sendable {
             givenID = nil
         }
         let fieldsToWrite = fields
-        let newUUID = UUID().uuidString.lowercased()
+        let newUUID = UUID().canonicalText
         return try await performWrite(request) { tx in
             let id: RecordID
             if let givenID {

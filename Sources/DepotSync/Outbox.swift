@@ -49,8 +49,8 @@ public struct OutboxEntry: Sendable, Hashable {
     /// The record's fields after the write (`nil` for a delete).
     public var fields: [String: FieldValue]?
     /// The key sent as `Idempotency-Key`, so a retried request is applied once. New keys
-    /// are lowercase UUIDs (``Outbox/newIdempotencyKey()``); a key stored by an older Depot
-    /// in uppercase is sent exactly as stored.
+    /// are UUIDs in their canonical, upper-case text (``Outbox/newIdempotencyKey()``); a key
+    /// stored in lower case (by Depot before 2026-11-25) is sent exactly as stored.
     public var idempotencyKey: String
     /// Pending or dead.
     public var state: State
@@ -129,8 +129,8 @@ public enum Outbox {
     /// The index ``SyncCoordinator/attach(_:to:)`` declares: entries by collection and record id.
     public static let recordIndex = IndexDefinition([OutboxEntry.Key.collection, OutboxEntry.Key.recordID], name: "depot_outbox_record")
 
-    /// A fresh idempotency key in the canonical form (a lowercase UUID).
-    public static func newIdempotencyKey() -> String { UUID().uuidString.lowercased() }
+    /// A fresh idempotency key: a UUID in its canonical text (``DepotCore/UUID/canonicalText``).
+    public static func newIdempotencyKey() -> String { UUID().canonicalText }
 
     /// Appends an entry for a write to `collection` and returns it.
     /// - Throws: what the transaction throws.

@@ -41,7 +41,7 @@ struct OutboxRecorderTests {
         #expect(outbox.map(\.operation) == [.upsert, .delete])
         #expect(outbox.map(\.recordID) == ["a", "a"])
         #expect(outbox.first?.fields == ["t": 1])
-        #expect(outbox.allSatisfy { $0.state == .pending && $0.idempotencyKey == $0.idempotencyKey.lowercased() && UUID(uuidString: $0.idempotencyKey) != nil })
+        #expect(outbox.allSatisfy { $0.state == .pending && $0.idempotencyKey == $0.idempotencyKey.uppercased() && UUID(uuidString: $0.idempotencyKey) != nil })
     }
 
     @Test("models written straight into the driver carry their fields into the entry")
@@ -99,7 +99,7 @@ struct OutboxRecorderTests {
         }
     }
 
-    @Test("a store whose outbox an older Depot wrote (uppercase UUID keys, the core's field set) pushes, keys sent exactly as stored")
+    @Test("a store whose outbox an older Depot wrote (UUID keys in either case, the core's field set) pushes, keys sent exactly as stored")
     func olderStoreKeepsWorking() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("depot-old-outbox-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -131,10 +131,10 @@ struct OutboxRecorderTests {
             #expect(try await LocalWrites.all(serverDriver, notes).map(\.fields) == [["t": "one"], ["t": "two"]])
             let keys = try await serverDriver.read { tx in try tx.query(Query(), in: WireCollections.idempotency) }.map(\.id)
             #expect(Set(keys) == [.string(upper), .string(lower)])
-            // New entries use the canonical lowercase form.
+            // New entries use the canonical (upper-case) form.
             try await store.collection(notes).save(Record(id: "n3", fields: ["t": "three"]))
             let fresh = try #require(try await sync.outbox(for: notes).first)
-            #expect(fresh.idempotencyKey == fresh.idempotencyKey.lowercased())
+            #expect(fresh.idempotencyKey == fresh.idempotencyKey.uppercased() && fresh.idempotencyKey == UUID(uuidString: fresh.idempotencyKey)?.canonicalText)
             try await store.close()
         }
     }
