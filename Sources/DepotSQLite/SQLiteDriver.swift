@@ -201,8 +201,8 @@ public final class SQLiteDriver: StorageDriver {
     static let inlineStepBudget = 256
 
     /// The same for an inline write transaction: a few reads and writes. Smaller than the
-    /// reads' budget because a bulk write abandoned inline is rolled back and done again: a
-    /// budget of 256 cost a 2,000-record bulk insert 8–13% (Docs/measurements/2026-11-24-sqlite-inline.md).
+    /// reads' budget because a bulk write abandoned inline is rolled back and done again, so
+    /// the work thrown away stays under 64 steps (Docs/measurements/2026-11-24-sqlite-inline.md).
     static let inlineWriteStepBudget = 64
 
     /// Begins a transaction (`BEGIN IMMEDIATE` to write) and reads the catalog, whose first
