@@ -332,8 +332,13 @@ public final class SQLiteDriver: StorageDriver {
 
     private func acquireReader() async throws -> ConnectionThread {
         if let idle = pool.withLock({ $0.idle.popLast() }) { return idle }
+        return try await ConnectionThread.start(name: "depot.sqlite.reader", open: readerOpener)
+    }
+
+    /// Opens a reader connection (read-only through `query_only`), on the new reader's thread.
+    private var readerOpener: @Sendable () throws -> SQLiteConnection {
         let filePath = self.filePath, busy = busyTimeout
-        return try await ConnectionThread.start(name: "depot.sqlite.reader") {
+        return {
             let connection = try SQLiteConnection(path: filePath, create: false, busyTimeoutMilliseconds: busy)
             try connection.execute("PRAGMA query_only = ON")
             return connection
@@ -412,12 +417,7 @@ public final class SQLiteDriver: StorageDriver {
         if let idle = pool.withLock({ $0.idle.popLast() }) {
             reader = idle
         } else {
-            let filePath = self.filePath, busy = busyTimeout
-            reader = try ConnectionThread.startBlocking(name: "depot.sqlite.reader") {
-                let connection = try SQLiteConnection(path: filePath, create: false, busyTimeoutMilliseconds: busy)
-                try connection.execute("PRAGMA query_only = ON")
-                return connection
-            }
+            reader = try ConnectionThread.startBlocking(name: "depot.sqlite.reader", open: readerOpener)
         }
         defer { release(reader) }
         return try reader.runWaiting { connection in try self.runRead(connection) { try body($0) } }

@@ -67,22 +67,12 @@ extension IntegerRecord {
     var raw: RawInteger { RawInteger(id: id, a: a, b: b, c: c, d: d, e: e, f: f, g: g, h: h, i: i, j: j) }
 }
 
-/// The raw side's connection: same pragmas as the other sides (synchronous NORMAL).
-final class TypedRaw {
-    var db: OpaquePointer?
-    init(_ path: String) throws {
-        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK else { throw BenchError("open") }
-        try exec("PRAGMA page_size=8192; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL")
-    }
-    deinit { sqlite3_close_v2(db) }
-    func exec(_ sql: String) throws {
-        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw BenchError(String(cString: sqlite3_errmsg(db))) }
-    }
-    func prepare(_ sql: String) throws -> OpaquePointer {
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK, let statement else { throw BenchError("prepare") }
-        return statement
-    }
+/// The raw side of the typed workloads: `Raw` (main.swift) at synchronous NORMAL, the same
+/// pragmas as the other sides, with the typed table's own statements.
+extension Raw {
+    /// A `Raw` connection at synchronous NORMAL.
+    static func typed(_ path: String) throws -> Raw { try Raw(path, synchronous: "NORMAL") }
+
     func createTable() throws {
         try exec("CREATE TABLE integers(id INTEGER PRIMARY KEY, a INTEGER, b INTEGER, c INTEGER, d INTEGER, e INTEGER, f INTEGER, g INTEGER, h INTEGER, i INTEGER, j INTEGER)")
     }
@@ -200,7 +190,7 @@ func grdbReadsOneTransaction<R: FetchableRecord>(_ queue: DatabaseQueue, _ type:
 }
 
 /// Raw point reads: one statement each, in its own implicit transaction, or all inside one.
-func rawReads(_ raw: TypedRaw, _ ids: [Int64], oneTransaction: Bool) throws -> Int64 {
+func rawReads(_ raw: Raw, _ ids: [Int64], oneTransaction: Bool) throws -> Int64 {
     if oneTransaction { try raw.exec("BEGIN") }
     let statement = try raw.prepare("SELECT a, b, c, d, e, f, g, h, i, j FROM integers WHERE id = ?")
     defer { sqlite3_finalize(statement) }
@@ -208,7 +198,7 @@ func rawReads(_ raw: TypedRaw, _ ids: [Int64], oneTransaction: Bool) throws -> I
     for id in ids {
         sqlite3_bind_int64(statement, 1, id)
         guard sqlite3_step(statement) == SQLITE_ROW else { throw BenchError("raw miss \(id)") }
-        let row = TypedRaw.row(statement, id: id, from: 0)
+        let row = Raw.row(statement, id: id, from: 0)
         sqlite3_reset(statement)
         sum &+= row.id
     }
@@ -230,7 +220,7 @@ func runTypedModelBenchmarks() async throws {
     // 1. Insert 50,000 in one transaction.
     do {
         let w = "typed: insert 50k (1 tx)"
-        await report(w, "raw C API", try await measure({ () -> TypedRaw in let r = try TypedRaw(freshPath()); try r.createTable(); return r }) { raw in
+        await report(w, "raw C API", try await measure({ () -> Raw in let r = try Raw.typed(freshPath()); try r.createTable(); return r }) { raw in
             try raw.insert(insertRaw)
         }, ops: inserts)
         await report(w, "Depot @Model (generated)", try await measure({ () -> Store in
@@ -249,7 +239,7 @@ func runTypedModelBenchmarks() async throws {
 
     // The files read by the fetch and the point reads: 200,000 rows each.
     let rawPath = freshPath(), codablePath = freshPath(), generatedPath = freshPath(), grdbPath = freshPath()
-    do { let raw = try TypedRaw(rawPath); try raw.createTable(); try raw.insert(models.map(\.raw)) }
+    do { let raw = try Raw.typed(rawPath); try raw.createTable(); try raw.insert(models.map(\.raw)) }
     do { let store = try await typedStore(codablePath); _ = try await store.repository(IntegerRecord.self); try await depotInsert(store, models); try await store.close() }
     do { let store = try await typedStore(generatedPath); _ = try await store.repository(GeneratedIntegerRecord.self); try await depotInsert(store, generated); try await store.close() }
     do {
@@ -257,7 +247,7 @@ func runTypedModelBenchmarks() async throws {
         try typedGRDBCreate(queue)
         try grdbInsert(queue, models.map(\.grdbHand))
     }
-    let raw = try TypedRaw(rawPath)
+    let raw = try Raw.typed(rawPath)
     let codableStore = try await typedStore(codablePath), generatedStore = try await typedStore(generatedPath)
     let codableRepository = try await codableStore.repository(IntegerRecord.self)
     let generatedRepository = try await generatedStore.repository(GeneratedIntegerRecord.self)
@@ -270,7 +260,7 @@ func runTypedModelBenchmarks() async throws {
             let statement = try raw.prepare("SELECT id, a, b, c, d, e, f, g, h, i, j FROM integers ORDER BY id")
             defer { sqlite3_finalize(statement) }
             var out: [RawInteger] = []
-            while sqlite3_step(statement) == SQLITE_ROW { out.append(TypedRaw.row(statement, id: sqlite3_column_int64(statement, 0), from: 1)) }
+            while sqlite3_step(statement) == SQLITE_ROW { out.append(Raw.row(statement, id: sqlite3_column_int64(statement, 0), from: 1)) }
             guard out.count == fetched else { throw BenchError("raw fetched \(out.count)") }
         }, ops: fetched)
         await report(w, "Depot @Model (generated)", try await measure({ generatedRepository }) { repository in
