@@ -140,6 +140,22 @@ public protocol ReadTransaction: AnyObject {
     /// How the driver would run `query`. The default describes what the defaults do: every
     /// record read and filtered by the shared evaluator.
     func explain(_ query: Query, in collection: CollectionName) throws -> QueryPlan
+
+    /// Like ``forEach(_:in:_:)`` (same records, same order), but each record carries only
+    /// the fields named in `fields` (the id always). The default trims what `forEach` reads;
+    /// a driver overrides it to read only those fields.
+    func forEach(_ query: Query, selecting fields: Set<String>, in collection: CollectionName, _ body: (Record) throws -> Bool) throws
+
+    /// The groups of `query`, one row each, in any order, with their group values and
+    /// aggregates as ``AggregateEvaluator`` computes them (Docs/Aggregates.md). `having`,
+    /// `sort`, `offset` and `limit` are not applied here: the caller finishes the rows with
+    /// ``AggregateEvaluator/finish(_:_:collection:)``. The default reads every record the
+    /// filter matches; a driver overrides it to group in its engine.
+    /// - Throws: `.invalidQuery`, `.invalidValue` for an int sum that overflows.
+    func aggregateGroups(_ query: AggregateQuery, in collection: CollectionName) throws -> [AggregateRow]
+
+    /// How the driver would run a grouped query. The default: the shared evaluator does all.
+    func explain(_ query: AggregateQuery, in collection: CollectionName) throws -> QueryPlan
 }
 
 /// Writing inside a transaction. Reads see the transaction's own writes.
@@ -190,6 +206,20 @@ public protocol WriteTransaction: ReadTransaction {
     /// - Throws: what `encode` throws, and the errors of ``write(_:as:into:)``.
     @discardableResult
     func write(_ mode: RecordWriteMode, into collection: CollectionName, _ encode: (any FieldSink) throws -> RecordID) throws -> WriteOutcome
+
+    /// Applies `change` (already normalized: no `.null` in `set`) to the record with `id`;
+    /// `false` when there is none. The default reads the record and writes it back with
+    /// ``write(_:as:into:)``; a driver overrides it to change the fields in place.
+    /// - Throws: `.uniqueViolation`, as for an update.
+    @discardableResult
+    func update(_ id: RecordID, applying change: FieldChange, in collection: CollectionName) throws -> Bool
+
+    /// Applies `change` (normalized) to every record `filter` matches and returns their
+    /// ids in id order. The default finds them with ``ReadTransaction/forEach(_:in:_:)`` and
+    /// updates each; a driver overrides it with one statement where it can.
+    /// - Throws: `.invalidQuery`, `.uniqueViolation` (the transaction rolls back when the
+    ///   error leaves its closure).
+    func updateReturningIDs(matching filter: Filter, applying change: FieldChange, in collection: CollectionName) throws -> [RecordID]
 }
 
 /// What a save did.
@@ -258,7 +288,50 @@ extension ReadTransaction {
     }
 }
 
+extension ReadTransaction {
+    /// The default projection: ``forEach(_:in:_:)``, each record trimmed to `fields`.
+    public func forEach(_ query: Query, selecting fields: Set<String>, in collection: CollectionName, _ body: (Record) throws -> Bool) throws {
+        try forEach(query, in: collection) { record in
+            try body(Record(id: record.id, fields: record.fields.filter { fields.contains($0.key) }))
+        }
+    }
+
+    /// The default grouping: the shared evaluator over every record of the collection.
+    public func aggregateGroups(_ query: AggregateQuery, in collection: CollectionName) throws -> [AggregateRow] {
+        try query.validate()
+        var records: [Record] = []
+        try forEach(Query(filter: query.filter), in: collection) { records.append($0); return true }
+        return try AggregateEvaluator.groups(query, over: records, collection: collection)
+    }
+
+    /// The default plan of a grouped query: the shared evaluator does everything.
+    public func explain(_ query: AggregateQuery, in collection: CollectionName) throws -> QueryPlan {
+        try query.validate()
+        return QueryPlan(
+            backend: QueryPlan.evaluatorBackend, filterInEngine: false, sortInEngine: false, pagingInEngine: false,
+            detail: "every record of \(collection.rawValue) read, then filtered, grouped, aggregated, sorted and paged by the shared evaluator"
+        )
+    }
+}
+
 extension WriteTransaction {
+    /// The default partial update: read, change, write back.
+    @discardableResult
+    public func update(_ id: RecordID, applying change: FieldChange, in collection: CollectionName) throws -> Bool {
+        guard let record = try get(id, from: collection) else { return false }
+        try write(change.applied(to: record), as: .update, into: collection)
+        return true
+    }
+
+    /// The default: find the matching ids, then update each.
+    public func updateReturningIDs(matching filter: Filter, applying change: FieldChange, in collection: CollectionName) throws -> [RecordID] {
+        try filter.validate()
+        var records: [Record] = []
+        try forEach(Query(filter: filter), in: collection) { records.append($0); return true }
+        for record in records { try write(change.applied(to: record), as: .update, into: collection) }
+        return records.map(\.id)
+    }
+
     /// Adds a record. - Throws: `.alreadyExists`, `.uniqueViolation`, `.invalidValue` (id kind).
     public func insert(_ record: Record, into collection: CollectionName) throws {
         try write(record, as: .insert, into: collection)

@@ -74,6 +74,38 @@ public class StoreReadTransaction {
         try filter.validate()
         return try base.exists(filter, in: collection)
     }
+    /// The rows of a grouped query (Docs/Aggregates.md): groups and aggregates computed by
+    /// the driver (in its engine where it has one), then having, sort and paging.
+    /// - Throws: `.invalidQuery`, `.invalidValue` for an int sum that overflows, driver errors.
+    public func aggregate(_ query: AggregateQuery, in collection: CollectionName) throws -> [AggregateRow] {
+        try query.validate()
+        let groups = try base.aggregateGroups(query, in: collection)
+        return AggregateEvaluator.finish(groups, query, collection: collection)
+    }
+
+    /// How the driver would run a grouped query.
+    public func explain(_ query: AggregateQuery, in collection: CollectionName) throws -> QueryPlan {
+        try query.validate()
+        return try base.explain(query, in: collection)
+    }
+
+    /// The results of `query` with only the fields named in `fields` (and the id).
+    /// - Throws: `.invalidQuery` for a query or a field name that is not valid.
+    public func query(_ query: Query, selecting fields: [String], in collection: CollectionName) throws -> [Record] {
+        try query.validate()
+        try Self.validateSelection(fields)
+        var out: [Record] = []
+        try base.forEach(query, selecting: Set(fields), in: collection) { out.append($0); return true }
+        return out
+    }
+
+    /// Checks the names of a projection. - Throws: `.invalidQuery`.
+    static func validateSelection(_ fields: [String]) throws {
+        for field in fields where field != "id" && !FieldName.isValid(field) {
+            throw DepotError(.invalidQuery, "Select names field \(CollectionName.quotedForMessage(field)), which is not a valid field name.")
+        }
+    }
+
     /// The collection's schema, `nil` when it does not exist.
     public func schema(of collection: CollectionName) throws -> CollectionSchema? { try base.schema(of: collection) }
     /// Every collection's name, reserved ones included, sorted.
@@ -249,6 +281,44 @@ public final class StoreWriteTransaction: StoreReadTransaction {
         let ids = try writer.deleteReturningIDs(matching: filter, from: collection)
         for id in ids { try note(.deleted, id, collection, fields: nil) }
         return ids.count
+    }
+
+    /// Applies `change` to the record with `id` without reading it first where the driver
+    /// can; `false` when there is no such record. A change event and the write observers
+    /// see an update with the record's new fields.
+    /// - Throws: `.invalidName`/`.invalidValue` for the change, `.uniqueViolation`.
+    @discardableResult
+    public func update(_ id: RecordID, in collection: CollectionName, _ change: FieldChange) throws -> Bool {
+        try checkValid()
+        try change.validate(collection: collection.rawValue)
+        let change = change.normalized
+        if change.isEmpty { return try writer.get(id, from: collection) != nil }
+        guard try writer.update(id, applying: change, in: collection) else { return false }
+        try noteUpdates([id], collection)
+        return true
+    }
+
+    /// Applies `change` to every record `filter` matches; returns how many.
+    /// - Throws: `.invalidQuery`, `.invalidName`/`.invalidValue` for the change, `.uniqueViolation`.
+    @discardableResult
+    public func update(matching filter: Filter, in collection: CollectionName, _ change: FieldChange) throws -> Int {
+        try checkValid()
+        try filter.validate()
+        try change.validate(collection: collection.rawValue)
+        let change = change.normalized
+        if change.isEmpty { return try writer.count(filter, in: collection) }
+        let ids = try writer.updateReturningIDs(matching: filter, applying: change, in: collection)
+        try noteUpdates(ids, collection)
+        return ids.count
+    }
+
+    /// Records update events for `ids`, with the records' new fields when an observer wants them.
+    private func noteUpdates(_ ids: [RecordID], _ collection: CollectionName) throws {
+        let wantsFields = try observersWantFields(collection)
+        for id in ids {
+            let fields = wantsFields ? try writer.get(id, from: collection)?.fields : nil
+            try note(.updated, id, collection, fields: fields)
+        }
     }
 
     /// Creates a collection or makes its constraints and indexes those of `schema`.

@@ -14,7 +14,7 @@ public struct TransactionRepository<M: StoredModel> {
     /// The model's collection.
     public let collection: CollectionName
 
-    private var writer: StoreWriteTransaction {
+    var writer: StoreWriteTransaction {
         get throws {
             guard let writer = transaction as? StoreWriteTransaction else {
                 throw DepotError(.unsupported, "Writes need a write transaction.", collection: collection.rawValue)

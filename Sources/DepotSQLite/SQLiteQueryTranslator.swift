@@ -14,20 +14,20 @@ struct SQLiteQueryTranslator {
 
     init(meta: CollectionMeta) { self.meta = meta }
 
-    private enum Ref {
+    enum Ref {
         case id(IDKind)
         case column(quoted: String, name: String)
         case absent
     }
 
-    private func ref(_ field: String) -> Ref {
+    func ref(_ field: String) -> Ref {
         if field == "id" { return .id(meta.idKind) }
         guard let index = meta.position[field] else { return .absent }
         let column = meta.columns[index]
         return .column(quoted: quoteIdentifier(column), name: column)
     }
 
-    private mutating func bind(_ value: SQLValue) -> String {
+    mutating func bind(_ value: SQLValue) -> String {
         parameters.append(value)
         // Numbered, so the order in which the SQL text is assembled does not matter.
         return "?\(parameters.count)"
@@ -35,20 +35,20 @@ struct SQLiteQueryTranslator {
 
     private static let tags = "COALESCE(\"\(SQLiteLayout.tagColumn)\", '')"
 
-    private mutating func tagged(_ column: String, _ tag: String) -> String {
+    mutating func tagged(_ column: String, _ tag: String) -> String {
         "instr(\(SQLiteQueryTranslator.tags), \(bind(.text(",\(column):\(tag),")))) > 0"
     }
 
     // MARK: Kind predicates (never NULL)
 
-    private mutating func isBool(_ r: Ref) -> String {
+    mutating func isBool(_ r: Ref) -> String {
         switch r {
         case .id, .absent: return "0"
         case .column(let q, let name): return "(typeof(\(q)) = 'integer' AND \(tagged(name, "b")))"
         }
     }
 
-    private mutating func isNumber(_ r: Ref) -> String {
+    mutating func isNumber(_ r: Ref) -> String {
         switch r {
         case .id(let kind): return kind == .int ? "1" : "0"
         case .absent: return "0"
@@ -56,7 +56,7 @@ struct SQLiteQueryTranslator {
         }
     }
 
-    private mutating func isString(_ r: Ref) -> String {
+    mutating func isString(_ r: Ref) -> String {
         switch r {
         case .id(let kind): return kind == .string ? "1" : "0"
         case .absent: return "0"
@@ -64,21 +64,21 @@ struct SQLiteQueryTranslator {
         }
     }
 
-    private mutating func isBytes(_ r: Ref) -> String {
+    mutating func isBytes(_ r: Ref) -> String {
         switch r {
         case .id, .absent: return "0"
         case .column(let q, _): return "(typeof(\(q)) = 'blob')"
         }
     }
 
-    private mutating func isJSON(_ r: Ref) -> String {
+    mutating func isJSON(_ r: Ref) -> String {
         switch r {
         case .id, .absent: return "0"
         case .column(let q, let name): return "(typeof(\(q)) = 'text' AND \(tagged(name, "j")))"
         }
     }
 
-    private func expression(_ r: Ref) -> String {
+    func expression(_ r: Ref) -> String {
         switch r {
         case .id: return "\"id\""
         case .absent: return "NULL"
@@ -235,7 +235,13 @@ struct SQLiteQueryTranslator {
 
     /// The full SELECT for a query, with paging.
     mutating func select(_ query: Query) -> String {
-        var sql = meta.selectSQL
+        select(query, head: meta.selectSQL)
+    }
+
+    /// `head` (a `SELECT … FROM` the collection's table) with the query's WHERE, ORDER BY
+    /// and paging.
+    mutating func select(_ query: Query, head: String) -> String {
+        var sql = head
         let whereClause = filter(query.filter)
         if whereClause != "1" { sql += " WHERE " + whereClause }
         sql += " ORDER BY " + orderBy(query.sort)

@@ -19,11 +19,11 @@ final class SQLiteTransaction: WriteTransaction {
         self.writable = writable
     }
 
-    private func checkValid() throws {
+    func checkValid() throws {
         guard isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
     }
 
-    private func checkWritable() throws {
+    func checkWritable() throws {
         try checkValid()
         guard writable else { throw DepotError(.unsupported, "Writes need a write transaction.") }
     }
@@ -506,8 +506,14 @@ final class SQLiteTransaction: WriteTransaction {
     /// violation broke. Returns the number of rows changed.
     @discardableResult
     private func runWrite(_ sql: String, _ meta: CollectionMeta, id: RecordID?, binding bind: (Statement) throws -> Void) throws -> Int {
+        try mappingWriteErrors(meta, id: id) { try connection.run(sql, binding: bind) }
+    }
+
+    /// Runs a write, turning SQLite's constraint errors into Depot's: a unique violation
+    /// naming the constraint, an existing id naming the record.
+    func mappingWriteErrors<T>(_ meta: CollectionMeta, id: RecordID?, _ body: () throws -> T) throws -> T {
         do {
-            return try connection.run(sql, binding: bind)
+            return try body()
         } catch let error as DepotError where error.code == .uniqueViolation {
             let message = (error.cause as? SQLiteResult)?.message ?? ""
             let constraint = SQLiteErrorMapping.indexName(inUniqueMessage: message).flatMap { meta.constraintName(forSQLIndex: $0) }
@@ -570,7 +576,7 @@ final class SQLiteTransaction: WriteTransaction {
     }
 
     /// Adds a column for every field that has none (validating the field name first).
-    private func ensureColumns(_ fields: Set<String>, _ meta: CollectionMeta) throws -> CollectionMeta {
+    func ensureColumns(_ fields: Set<String>, _ meta: CollectionMeta) throws -> CollectionMeta {
         let missing = fields.filter { meta.position[$0] == nil }.sorted()
         if missing.isEmpty { return meta }
         var info = meta.info
@@ -586,7 +592,7 @@ final class SQLiteTransaction: WriteTransaction {
     }
 
     /// Stores a collection's metadata and bumps the catalog generation.
-    private func save(_ meta: CollectionMeta) throws {
+    func save(_ meta: CollectionMeta) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let info = String(decoding: try encoder.encode(meta.info), as: UTF8.self)

@@ -11,6 +11,7 @@ import Testing
         let areas: Set<String> = [
             "crud", "ids", "values", "filter", "sort", "paging", "count", "stream", "unique", "tx", "concurrency", "schema", "names",
             "errors", "persistence", "differential", "codec", "events", "migrations", "upsert", "modelMacro",
+            "aggregate", "projection", "partialUpdate", "byExample", "relation", "deleteRule",
         ]
         for name in names {
             let parts = name.split(separator: ".", omittingEmptySubsequences: false)
