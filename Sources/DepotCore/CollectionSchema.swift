@@ -51,13 +51,34 @@ public struct CollectionSchema: Hashable, Sendable {
     public var uniqueConstraints: [UniqueConstraint]
     /// The secondary indexes drivers keep where they can; they never change query results.
     public var indexes: [IndexDefinition]
+    /// References from fields of this collection to the ids of others, with their delete
+    /// rules; kept by the store on every driver (Docs/Relations.md).
+    public var references: [Reference]
+    /// Fields every record must have (NOT NULL), kept by the store on every driver.
+    public var requiredFields: [String]
+    /// Values given to fields a written record leaves out (Docs/Semantics.md, "Required
+    /// fields and defaults").
+    public var defaults: [String: FieldValue]
 
-    /// Describes a collection; no constraints or indexes unless given.
-    public init(name: CollectionName, idKind: IDKind, uniqueConstraints: [UniqueConstraint] = [], indexes: [IndexDefinition] = []) {
+    /// Describes a collection; no constraints, indexes, references, required fields or
+    /// defaults unless given.
+    public init(
+        name: CollectionName, idKind: IDKind, uniqueConstraints: [UniqueConstraint] = [], indexes: [IndexDefinition] = [],
+        references: [Reference] = [], requiredFields: [String] = [], defaults: [String: FieldValue] = [:]
+    ) {
         self.name = name
         self.idKind = idKind
         self.uniqueConstraints = uniqueConstraints
         self.indexes = indexes
+        self.references = references
+        self.requiredFields = requiredFields
+        self.defaults = defaults
+    }
+
+    /// The schema without the parts the store keeps (references, required fields,
+    /// defaults): what a driver prepares and reports.
+    public var driverPart: CollectionSchema {
+        CollectionSchema(name: name, idKind: idKind, uniqueConstraints: uniqueConstraints, indexes: indexes)
     }
 
     /// Checks constraint and index names and fields.

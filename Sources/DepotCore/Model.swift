@@ -24,6 +24,13 @@ public protocol StoredModel: Sendable {
     static var uniqueConstraints: [UniqueConstraint] { get }
     /// Secondary indexes; none by default.
     static var indexes: [IndexDefinition] { get }
+    /// References from this model's fields to other models' ids, with delete rules
+    /// (Docs/Relations.md); none by default.
+    static var references: [Reference] { get }
+    /// Fields every stored record must have (NOT NULL); none by default.
+    static var requiredFields: [String] { get }
+    /// Values the store gives to fields a written record leaves out; none by default.
+    static var fieldDefaults: [String: FieldValue] { get }
 
     /// The model's id as a record id; `nil` when the store is to assign one on insert.
     var storedRecordID: RecordID? { get }
@@ -76,13 +83,21 @@ extension StoredModel {
     public static var uniqueConstraints: [UniqueConstraint] { [] }
     /// No secondary indexes.
     public static var indexes: [IndexDefinition] { [] }
+    /// No references.
+    public static var references: [Reference] { [] }
+    /// No required fields.
+    public static var requiredFields: [String] { [] }
+    /// No defaults.
+    public static var fieldDefaults: [String: FieldValue] { [:] }
 
     /// The validated collection name. - Throws: `.invalidName`.
     public static func collection() throws -> CollectionName { try CollectionName(collectionName) }
 
     /// The schema a repository prepares for this model.
     public static func schema() throws -> CollectionSchema {
-        CollectionSchema(name: try collection(), idKind: ID.idKind, uniqueConstraints: uniqueConstraints, indexes: indexes)
+        CollectionSchema(
+            name: try collection(), idKind: ID.idKind, uniqueConstraints: uniqueConstraints, indexes: indexes,
+            references: references, requiredFields: requiredFields, defaults: fieldDefaults)
     }
 }
 

@@ -27,6 +27,8 @@ public final class Store: Sendable {
     let preparedModels = Mutex<Set<String>>([])
     /// What runs inside every write transaction (``addWriteObserver(_:)``).
     let observers = Mutex<[any StoreWriteObserver]>([])
+    /// The collections' references, required fields and defaults (Rules.swift).
+    let rules = RulesCache()
 
     /// Wraps an open driver.
     public init(driver: any StorageDriver, name: String? = nil) async throws {
@@ -114,9 +116,13 @@ public final class Store: Sendable {
     /// events and `observers`, and leaves what it recorded in `box` for ``finishWrite(observers:_:)``.
     func run<T>(_ body: (StoreWriteTransaction) throws -> T, in tx: any WriteTransaction, observers: [any StoreWriteObserver], recordingInto box: ChangeBox) throws -> T {
         let wrapped = StoreWriteTransaction(tx, store: self, observers: observers)
-        let value = try TransactionMarker.inside(self) { try body(wrapped) }
+        let value = try TransactionMarker.inside(self) {
+            let value = try body(wrapped)
+            try wrapped.checkReferences()
+            return value
+        }
         wrapped.isValid = false
-        box.set(wrapped.changes, wrapped.preparedModels)
+        box.set(wrapped.changes, wrapped.preparedModels, rulesChanged: wrapped.rulesChanged)
         return value
     }
 
@@ -124,6 +130,7 @@ public final class Store: Sendable {
     /// read caches and publishes the change events.
     func finishWrite(observers active: [any StoreWriteObserver], _ box: ChangeBox) {
         let (changes, prepared) = box.get()
+        if box.rulesChanged { rules.invalidate() }
         if !prepared.isEmpty { preparedModels.withLock { $0.formUnion(prepared) } }
         if !changes.isEmpty {
             let batch = ChangeBatch(changes: changes)
@@ -194,13 +201,18 @@ final class ChangeBox: @unchecked Sendable {
     private let lock = NSLock()
     private var changes: [ChangeEvent] = []
     private var prepared: Set<String> = []
+    private var changedRules = false
 
-    func set(_ changes: [ChangeEvent], _ prepared: Set<String>) {
+    func set(_ changes: [ChangeEvent], _ prepared: Set<String>, rulesChanged: Bool) {
         lock.withLock {
             self.changes = changes
             self.prepared = prepared
+            self.changedRules = rulesChanged
         }
     }
+
+    /// `true` when the transaction changed a collection's rules.
+    var rulesChanged: Bool { lock.withLock { changedRules } }
 
     func get() -> ([ChangeEvent], Set<String>) { lock.withLock { (changes, prepared) } }
 }

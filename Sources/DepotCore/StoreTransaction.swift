@@ -106,8 +106,17 @@ public class StoreReadTransaction {
         }
     }
 
-    /// The collection's schema, `nil` when it does not exist.
-    public func schema(of collection: CollectionName) throws -> CollectionSchema? { try base.schema(of: collection) }
+    /// The collection's schema, with the references, required fields and defaults the
+    /// store keeps; `nil` when it does not exist.
+    public func schema(of collection: CollectionName) throws -> CollectionSchema? {
+        guard var schema = try base.schema(of: collection) else { return nil }
+        if let rules = try store.rules.snapshot({ try Rules.load(base) }).byCollection[collection] {
+            schema.references = rules.references
+            schema.requiredFields = rules.requiredFields
+            schema.defaults = rules.defaults
+        }
+        return schema
+    }
     /// Every collection's name, reserved ones included, sorted.
     public func collectionNames() throws -> [CollectionName] { try base.collectionNames() }
 
@@ -128,6 +137,14 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     var isValid = true
     /// The sink that validated the last model written, kept for the next one.
     var validatingSink: ValidatingFieldSink?
+    /// The rules as changed by this transaction's prepares, `nil` when it changed none.
+    var localRules: RulesSnapshot?
+    /// `true` once this transaction changed a collection's rules.
+    var rulesChanged = false
+    /// Records whose references are checked when the transaction's closure returns.
+    var pendingReferenceChecks: [(CollectionName, RecordID)] = []
+    /// Deletes under a `deny` rule, checked when the closure returns.
+    var pendingDenials: [(CollectionName, [RecordID], CollectionName, Reference)] = []
 
     init(_ base: any WriteTransaction, store: Store, observers: [any StoreWriteObserver]) {
         self.writer = base
@@ -176,7 +193,7 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     /// - Throws: the errors of that mode, `.invalidName`, `.invalidValue`.
     @discardableResult
     public func write(_ record: Record, as mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
-        let record = try prepared(record, collection)
+        let record = try applyRules(try prepared(record, collection), collection)
         let outcome = try writer.write(record, as: mode, into: collection)
         try note(outcome == .inserted ? .inserted : .updated, record.id, collection, fields: record.fields)
         return outcome
@@ -184,8 +201,14 @@ public final class StoreWriteTransaction: StoreReadTransaction {
 
     /// Adds a record under a new store-assigned integer id and returns it.
     public func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID {
-        let record = try prepared(Record(id: .int(1), fields: fields), collection)
+        var record = try prepared(Record(id: .int(1), fields: fields), collection)
+        let rules = try rules(of: collection)
+        if let rules {
+            record.fields = rules.withDefaults(record.fields)
+            try rules.checkRequired(record.fields, collection: collection, id: nil)
+        }
         let id = try writer.insert(fields: record.fields, into: collection)
+        if let rules, !rules.references.isEmpty { pendingReferenceChecks.append((collection, id)) }
         try note(.inserted, id, collection, fields: record.fields)
         return id
     }
@@ -210,6 +233,8 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     @discardableResult
     func write<M: StoredModel>(_ model: M, _ mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
         try checkValid()
+        // A collection with rules takes the record path, where they are applied.
+        if try rules(of: collection) != nil { return try write(try model.record(), as: mode, into: collection) }
         let copiesFields = try observersWantFields(collection)
         let validator: ValidatingFieldSink
         if let cached = validatingSink, cached.collection == collection.rawValue {
@@ -267,7 +292,10 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     public func delete(_ id: RecordID, from collection: CollectionName) throws -> Bool {
         try checkValid()
         let deleted = try writer.delete(id, from: collection)
-        if deleted { try note(.deleted, id, collection, fields: nil) }
+        if deleted {
+            try note(.deleted, id, collection, fields: nil)
+            try applyDeleteRules([id], from: collection)
+        }
         return deleted
     }
 
@@ -280,6 +308,7 @@ public final class StoreWriteTransaction: StoreReadTransaction {
         try filter.validate()
         let ids = try writer.deleteReturningIDs(matching: filter, from: collection)
         for id in ids { try note(.deleted, id, collection, fields: nil) }
+        try applyDeleteRules(ids, from: collection)
         return ids.count
     }
 
@@ -291,10 +320,10 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     public func update(_ id: RecordID, in collection: CollectionName, _ change: FieldChange) throws -> Bool {
         try checkValid()
         try change.validate(collection: collection.rawValue)
-        let change = change.normalized
+        let (change, rules) = try applyRules(change.normalized, collection)
         if change.isEmpty { return try writer.get(id, from: collection) != nil }
         guard try writer.update(id, applying: change, in: collection) else { return false }
-        try noteUpdates([id], collection)
+        try noteUpdates([id], collection, rules: rules, change: change)
         return true
     }
 
@@ -305,15 +334,18 @@ public final class StoreWriteTransaction: StoreReadTransaction {
         try checkValid()
         try filter.validate()
         try change.validate(collection: collection.rawValue)
-        let change = change.normalized
+        let (change, rules) = try applyRules(change.normalized, collection)
         if change.isEmpty { return try writer.count(filter, in: collection) }
         let ids = try writer.updateReturningIDs(matching: filter, applying: change, in: collection)
-        try noteUpdates(ids, collection)
+        try noteUpdates(ids, collection, rules: rules, change: change)
         return ids.count
     }
 
     /// Records update events for `ids`, with the records' new fields when an observer wants them.
-    private func noteUpdates(_ ids: [RecordID], _ collection: CollectionName) throws {
+    private func noteUpdates(_ ids: [RecordID], _ collection: CollectionName, rules: CollectionRules?, change: FieldChange) throws {
+        if let rules, rules.references.contains(where: { change.set[$0.field] != nil }) {
+            for id in ids { pendingReferenceChecks.append((collection, id)) }
+        }
         let wantsFields = try observersWantFields(collection)
         for id in ids {
             let fields = wantsFields ? try writer.get(id, from: collection)?.fields : nil
@@ -325,14 +357,30 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     public func prepare(_ schema: CollectionSchema) throws {
         try checkValid()
         try schema.validate()
-        try writer.prepare(schema)
+        try schema.validateRules()
+        try writer.prepare(schema.driverPart)
+        try prepareRules(schema)
     }
 
     /// Removes a collection and its records.
     @discardableResult
     public func dropCollection(_ collection: CollectionName) throws -> Bool {
         try checkValid()
+        if let schema = try writer.schema(of: collection), try rules(of: collection) != nil {
+            try prepareRules(CollectionSchema(name: collection, idKind: schema.idKind))
+        }
         return try writer.dropCollection(collection)
+    }
+
+    /// The collection's schema with the rules the store keeps, as this transaction sees them.
+    public override func schema(of collection: CollectionName) throws -> CollectionSchema? {
+        guard var schema = try writer.schema(of: collection) else { return nil }
+        if let rules = try rules(of: collection) {
+            schema.references = rules.references
+            schema.requiredFields = rules.requiredFields
+            schema.defaults = rules.defaults
+        }
+        return schema
     }
 
     /// Typed access to `M`'s collection inside this transaction; prepares `M`'s schema
