@@ -36,7 +36,7 @@ struct DepotCommand: AsyncParsableCommand {
         subcommands: [
             TourCommand.self, InfoCommand.self, LoadCommand.self, DumpCommand.self, CountCommand.self,
             QueryCommand.self, CopyCommand.self, CheckCommand.self, SyncCommand.self, ServeCommand.self,
-            BenchCommand.self, BenchSyncCommand.self,
+            BenchCommand.self, BenchSyncCommand.self, BenchRelationsCommand.self,
         ]
     )
 

@@ -187,4 +187,4 @@ let allChecks: [ConformanceCheck] =
     + StreamingChecks.all + UniqueChecks.all + TransactionChecks.all + ConcurrencyChecks.all + SchemaChecks.all
     + NameChecks.all + ErrorChecks.all + PersistenceChecks.all + DifferentialChecks.all
     + CodecChecks.all + ObservationChecks.all + MigrationChecks.all + UpsertChecks.all + ModelMacroChecks.all
-    + AggregateChecks.all + PartialChecks.all + RelationChecks.all
+    + AggregateChecks.all + PartialChecks.all + RelationChecks.all + ResultCacheChecks.all

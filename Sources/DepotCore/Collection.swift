@@ -93,6 +93,13 @@ public struct Collection: Sendable {
         return try await store.read { tx in try tx.query(query, in: name) }
     }
 
+    /// The records `query` selects, from the store's result cache when `cached` and it has
+    /// them (see ``RepositoryQuery/cached(_:)``).
+    public func query(_ query: Query, cached: Bool) async throws -> [Record] {
+        let name = self.name
+        return try await store.cachedRead(cached, collection: name, query: query, kind: "records") { tx in try tx.query(query, in: name) }
+    }
+
     /// Streams the results without loading them all.
     public func stream(_ query: Query = Query()) throws -> RecordStream {
         try query.validate()

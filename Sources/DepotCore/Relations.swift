@@ -343,10 +343,25 @@ enum Relations {
         }
     }
 
-    /// The records of `collection` whose `field` is one of `keys`, in id order, read in
-    /// chunks of ``chunkSize``.
+    /// Above this many keys, a level reads its whole target collection once and keeps the
+    /// records whose field is a key (a hash lookup each), instead of chunked `in` queries:
+    /// on drivers without an engine every chunk is a scan of the collection.
+    static let scanThreshold = 2_000
+
+    /// The records of `collection` whose `field` (or id) is one of `keys` under query
+    /// equality, in id order: `in` queries of ``chunkSize`` keys, or one scan for many keys.
     static func fetch(_ collection: CollectionName, field: String, keys: [FieldValue], in tx: any ReadTransaction) throws -> [Record] {
         var out: [Record] = []
+        guard !keys.isEmpty else { return out }
+        if keys.count > scanThreshold {
+            let wanted = Set(keys.map(AggregateEvaluator.groupKey))
+            let filter: Filter = field == "id" ? .all : .isNotNull(field)
+            try tx.forEach(Query(filter: filter), in: collection) { record in
+                if wanted.contains(AggregateEvaluator.groupKey(record[field])) { out.append(record) }
+                return true
+            }
+            return out
+        }
         var start = 0
         while start < keys.count {
             let chunk = Array(keys[start..<min(start + chunkSize, keys.count)])

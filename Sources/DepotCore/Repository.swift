@@ -163,6 +163,24 @@ public struct RepositoryQuery<M: StoredModel>: Sendable {
     public let repository: Repository<M>
     /// The query built so far.
     public var query: Query
+    /// `true` when results come from the store's result cache when it has them.
+    public var usesCache = false
+
+    /// A query over `repository`.
+    public init(repository: Repository<M>, query: Query) {
+        self.repository = repository
+        self.query = query
+    }
+
+    /// Reads through the store's result cache (opt-in per query): a result is kept until a
+    /// commit of this store writes to the collection, and is never returned after such a
+    /// commit's `write` has returned. Writes by other processes are not seen
+    /// (Docs/Semantics.md, "Result cache").
+    public func cached(_ enabled: Bool = true) -> RepositoryQuery {
+        var copy = self
+        copy.usesCache = enabled
+        return copy
+    }
 
     /// Adds a condition (ANDed with earlier ones).
     public func filter(_ filter: Filter) -> RepositoryQuery {
@@ -203,7 +221,9 @@ public struct RepositoryQuery<M: StoredModel>: Sendable {
     /// - Throws: `.invalidQuery`, or `.decoding` naming the record that does not fit `M`.
     public func all() async throws -> [M] {
         let query = self.query, collection = repository.collection
-        return try await repository.store.read { tx in try tx.models(M.self, query, in: collection) }
+        return try await repository.store.cachedRead(usesCache, collection: collection, query: query, kind: String(reflecting: M.self)) { tx in
+            try tx.models(M.self, query, in: collection)
+        }
     }
 
     /// The first result in the query's order, or `nil`.
@@ -212,7 +232,9 @@ public struct RepositoryQuery<M: StoredModel>: Sendable {
     /// The number of models the filter matches (offset and limit are ignored).
     public func count() async throws -> Int {
         let filter = query.filter, collection = repository.collection
-        return try await repository.store.read { tx in try tx.count(filter, in: collection) }
+        return try await repository.store.cachedRead(usesCache, collection: collection, query: Query(filter: filter), kind: "count") { tx in
+            try tx.count(filter, in: collection)
+        }
     }
 
     /// `true` when at least one model matches the filter.

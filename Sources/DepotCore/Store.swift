@@ -29,6 +29,8 @@ public final class Store: Sendable {
     let observers = Mutex<[any StoreWriteObserver]>([])
     /// The collections' references, required fields and defaults (Rules.swift).
     let rules = RulesCache()
+    /// Opt-in query results (QueryResultCache.swift).
+    let queryCache = QueryResultCache()
 
     /// Wraps an open driver.
     public init(driver: any StorageDriver, name: String? = nil) async throws {
@@ -123,6 +125,7 @@ public final class Store: Sendable {
         }
         wrapped.isValid = false
         box.set(wrapped.changes, wrapped.preparedModels, rulesChanged: wrapped.rulesChanged)
+        box.touch(wrapped.touched, all: wrapped.touchedAll)
         return value
     }
 
@@ -131,6 +134,8 @@ public final class Store: Sendable {
     func finishWrite(observers active: [any StoreWriteObserver], _ box: ChangeBox) {
         let (changes, prepared) = box.get()
         if box.rulesChanged { rules.invalidate() }
+        let (touched, all) = box.touched
+        queryCache.invalidate(touched, all: all)
         if !prepared.isEmpty { preparedModels.withLock { $0.formUnion(prepared) } }
         if !changes.isEmpty {
             let batch = ChangeBatch(changes: changes)
@@ -210,6 +215,20 @@ final class ChangeBox: @unchecked Sendable {
             self.changedRules = rulesChanged
         }
     }
+
+    private var touchedCollections: Set<CollectionName> = []
+    private var touchedAll = false
+
+    /// Records the collections the transaction wrote to (all of them for a raw write).
+    func touch(_ collections: Set<CollectionName>, all: Bool) {
+        lock.withLock {
+            touchedCollections = collections
+            touchedAll = all
+        }
+    }
+
+    /// The collections the transaction wrote to, and whether it may have written to any.
+    var touched: (Set<CollectionName>, Bool) { lock.withLock { (touchedCollections, touchedAll) } }
 
     /// `true` when the transaction changed a collection's rules.
     var rulesChanged: Bool { lock.withLock { changedRules } }

@@ -143,6 +143,11 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     var rulesChanged = false
     /// Records whose references are checked when the transaction's closure returns.
     var pendingReferenceChecks: [(CollectionName, RecordID)] = []
+    /// The collections this transaction wrote to, dropped or prepared (the result cache
+    /// forgets them after the commit).
+    var touched: Set<CollectionName> = []
+    /// `true` when this transaction may have written anywhere (raw SQL).
+    var touchedAll = false
     /// Deletes under a `deny` rule, checked when the closure returns.
     var pendingDenials: [(CollectionName, [RecordID], CollectionName, Reference)] = []
 
@@ -178,6 +183,7 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     /// Records a change event and hands the change to the observers.
     private func note(_ kind: ChangeEvent.Kind, _ id: RecordID, _ collection: CollectionName, fields: [String: FieldValue]?) throws {
         changes.append(ChangeEvent(collection: collection, kind: kind, id: id))
+        touched.insert(collection)
         guard !observers.isEmpty else { return }
         let change = RecordChange(collection: collection, kind: kind, id: id, fields: kind == .deleted ? nil : fields)
         for observer in observers { try observer.record(change, in: self) }
@@ -359,6 +365,7 @@ public final class StoreWriteTransaction: StoreReadTransaction {
         try schema.validate()
         try schema.validateRules()
         try writer.prepare(schema.driverPart)
+        touched.insert(schema.name)
         try prepareRules(schema)
     }
 
@@ -369,6 +376,7 @@ public final class StoreWriteTransaction: StoreReadTransaction {
         if let schema = try writer.schema(of: collection), try rules(of: collection) != nil {
             try prepareRules(CollectionSchema(name: collection, idKind: schema.idKind))
         }
+        touched.insert(collection)
         return try writer.dropCollection(collection)
     }
 

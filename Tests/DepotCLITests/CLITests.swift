@@ -214,6 +214,42 @@ struct CLITests {
         try await reference.close()
     }
 
+    @Test("query --select, --group-by, --aggregate and --having answer as the shared evaluator on every persistent driver")
+    func groupedQueriesAgree() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let records = queryRecords()
+        let file = try directory.file("g.jsonl", jsonLines(records))
+        let reference = try await Store.open("memory:")
+        let collection = try reference.collection("g")
+        try await collection.save(records)
+        let grouped: [([String], AggregateQuery)] = [
+            (["--aggregate", "count,sum(n),min(s),max(n),avg(n),sum(x),min(x)"], AggregateQuery(aggregates: [.count(), .sum("n"), .min("s"), .max("n"), .average("n"), .sum("x"), .min("x")])),
+            (["--group-by", "s", "--aggregate", "count,count(n)", "--having", "count >= 2", "--sort", "count:desc"],
+             AggregateQuery(groupBy: ["s"], aggregates: [.count(), .count("n")], having: .greaterOrEqual("count", 2), sort: [SortKey("count", descending: true)])),
+            (["--where", "n > 1", "--group-by", "s,code", "--aggregate", "sum(n)", "--limit", "3", "--offset", "1"],
+             AggregateQuery(filter: .greater("n", 1), groupBy: ["s", "code"], aggregates: [.sum("n")], offset: 1, limit: 3)),
+        ]
+        for scheme in try await CLI.persistentSchemes() {
+            let store = directory.storeString(scheme, "grouped")
+            let load = try await CLI.run(["load", store, "g", file])
+            #expect(load.status == 0, "\(scheme): \(load)")
+            for (args, query) in grouped {
+                let expected = try await collection.aggregate(query).map(\.description)
+                let run = try await CLI.run(["query", store, "g"] + args)
+                #expect(run.status == 0 && run.lines == expected, "\(scheme) \(args): \(run) expected \(expected)")
+            }
+            let selected = try await CLI.run(["query", store, "g", "--select", "s,n", "--where", "n >= 2"])
+            let expectedSelection = try await collection.query(Query(filter: .greaterOrEqual("n", 2)), selecting: ["s", "n"]).map(\.jsonText)
+            #expect(selected.status == 0 && selected.lines == expectedSelection, "\(scheme) --select: \(selected)")
+            let bad = try await CLI.run(["query", store, "g", "--aggregate", "median(n)"])
+            #expect(bad.status == 2 && bad.stderr.contains("unknown aggregate"), "\(bad)")
+            let orphan = try await CLI.run(["query", store, "g", "--group-by", "s"])
+            #expect(orphan.status == 2 && orphan.stderr.contains("--aggregate"), "\(orphan)")
+        }
+        try await reference.close()
+    }
+
     @Test("copy between every pair of persistent drivers keeps records, constraints and indexes")
     func copyEveryPair() async throws {
         let directory = try TemporaryDirectory()

@@ -11,7 +11,7 @@ import Testing
         let areas: Set<String> = [
             "crud", "ids", "values", "filter", "sort", "paging", "count", "stream", "unique", "tx", "concurrency", "schema", "names",
             "errors", "persistence", "differential", "codec", "events", "migrations", "upsert", "modelMacro",
-            "aggregate", "projection", "partialUpdate", "byExample", "relation", "deleteRule", "fieldRules",
+            "aggregate", "projection", "partialUpdate", "byExample", "relation", "deleteRule", "fieldRules", "resultCache",
         ]
         for name in names {
             let parts = name.split(separator: ".", omittingEmptySubsequences: false)
