@@ -344,16 +344,22 @@ enum Relations {
     }
 
     /// Above this many keys, a level reads its whole target collection once and keeps the
-    /// records whose field is a key (a hash lookup each), instead of chunked `in` queries:
-    /// on drivers without an engine every chunk is a scan of the collection.
+    /// records whose field is a key (a hash lookup each), even where an index could find
+    /// them chunk by chunk.
     static let scanThreshold = 2_000
 
     /// The records of `collection` whose `field` (or id) is one of `keys` under query
-    /// equality, in id order: `in` queries of ``chunkSize`` keys, or one scan for many keys.
+    /// equality, in id order: `in` queries of ``chunkSize`` keys when the driver's plan for
+    /// them uses an index, otherwise (or for more than ``scanThreshold`` keys) one scan.
     static func fetch(_ collection: CollectionName, field: String, keys: [FieldValue], in tx: any ReadTransaction) throws -> [Record] {
         var out: [Record] = []
         guard !keys.isEmpty else { return out }
-        if keys.count > scanThreshold {
+        // Chunked `in` queries pay only where the driver finds the keys through an index
+        // (its plan names one); otherwise each chunk would scan the collection, and one
+        // scan with a hash lookup per record does the work once.
+        let indexed = keys.count <= scanThreshold
+            && !(try tx.explain(Query(filter: .isIn(field, Array(keys.prefix(2)))), in: collection).indexesUsed.isEmpty)
+        if !indexed {
             let wanted = Set(keys.map(AggregateEvaluator.groupKey))
             let filter: Filter = field == "id" ? .all : .isNotNull(field)
             try tx.forEach(Query(filter: filter), in: collection) { record in
@@ -370,6 +376,27 @@ enum Relations {
         }
         if keys.count > chunkSize { out.sort { $0.id < $1.id } }
         return out
+    }
+
+    /// Appends one line per include (depth first) saying how its level is read.
+    static func explain(_ includes: [Include], depth: Int, in tx: any ReadTransaction, into lines: inout [String]) throws {
+        for include in includes {
+            let d = include.descriptor
+            let lookups: [(String, String)]
+            switch d.kind {
+            case .belongsTo: lookups = [(d.target, "id")]
+            case .hasOne(let field), .hasMany(let field): lookups = [(d.target, field)]
+            case .manyToMany(let through, let ownerField, _): lookups = [(through, ownerField), (d.target, "id")]
+            }
+            for (collection, field) in lookups {
+                let plan = try tx.explain(Query(filter: .isIn(field, [.int(1), .int(2)])), in: try CollectionName(collection))
+                let how = plan.indexesUsed.isEmpty
+                    ? "one scan of \(collection) with a hash lookup of \(field) per record"
+                    : "in-queries on \(field) in chunks of \(chunkSize) keys (one scan above \(scanThreshold) keys)"
+                lines.append(String(repeating: "  ", count: depth) + "\(d.name): \(how); plan: \(plan)")
+            }
+            try explain(include.nested, depth: depth + 1, in: tx, into: &lines)
+        }
     }
 
     static func unique(_ ids: [RecordID]) -> [RecordID] {
@@ -496,6 +523,18 @@ public struct LoadingQuery<M: StoredModel>: Sendable {
         return try await base.repository.store.read { tx in
             let records = try tx.query(query, in: collection)
             return try Relations.load(includes, for: records, in: tx.base).map { try Loaded<M>($0, includes: includes) }
+        }
+    }
+
+    /// How the query and each relation level would run: the driver's plan for the query,
+    /// then per relation (depth first) the plan of its lookup and whether the loader reads
+    /// it in chunked `in` queries (the plan uses an index) or in one scan.
+    public func explain() async throws -> [String] {
+        let query = base.query, collection = base.repository.collection, includes = self.includes
+        return try await base.repository.store.read { tx in
+            var lines = ["\(collection): \(try tx.base.explain(query, in: collection))"]
+            try Relations.explain(includes, depth: 1, in: tx.base, into: &lines)
+            return lines
         }
     }
 
