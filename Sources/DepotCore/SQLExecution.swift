@@ -173,7 +173,25 @@ extension Store {
     }
 
     /// Throws `.unsupported` naming the driver when it has no ``DriverCapabilities/rawSQL``.
-    private func checkSQL() throws {
+    func checkSQL() throws {
         guard driver.capabilities.contains(.rawSQL) else { throw DepotError.noSQL(driver.backendName) }
+    }
+}
+
+extension BlockingStore {
+    /// The synchronous twin of ``Store/sql(_:_:)``: one statement in a write transaction of
+    /// its own, the calling thread blocked until it committed.
+    /// - Throws: as ``Store/sql(_:_:)``; `.unsupported` inside a transaction of the same store.
+    @discardableResult
+    public func sql(_ statement: String, _ parameters: [FieldValue] = []) throws -> SQLResult {
+        try store.checkSQL()
+        return try write { tx in try tx.sql(statement, parameters) }
+    }
+
+    /// The synchronous twin of ``Store/explainSQL(_:_:)``.
+    /// - Throws: as ``Store/explainSQL(_:_:)``; `.unsupported` inside a transaction of the same store.
+    public func explainSQL(_ statement: String, _ parameters: [FieldValue] = []) throws -> QueryPlan {
+        try store.checkSQL()
+        return try read { tx in try tx.explainSQL(statement, parameters) }
     }
 }

@@ -47,6 +47,9 @@ private final class Scratch {
         }
         #expect(inWrite?.code == .unsupported)
         #expect(await depotError { _ = try await store.explainSQL("SELECT 1") }?.code == .unsupported)
+        let blocking = store.blocking
+        let viaBlocking = await depotError { _ = try await Task.detached { try blocking.sql("SELECT 1") }.value }
+        #expect(viaBlocking?.code == .unsupported)
         // The failed write transaction left nothing behind.
         #expect(try await store.read { tx in try tx.query(Query(), in: books).map(\.id) } == [1])
         try await store.close()

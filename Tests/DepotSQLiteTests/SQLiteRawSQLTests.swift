@@ -163,6 +163,22 @@ import Testing
         #expect(await errorCode { _ = try await store.explainSQL("BEGIN") } == .unsupported)
     }
 
+    @Test func theBlockingTwinsRunTheSameStatements() async throws {
+        let dir = try ScratchDirectory()
+        let store = try await makeStore(dir)
+        defer { Task { try await store.close() } }
+        let blocking = store.blocking
+        let changed = try await Task.detached { try blocking.sql("UPDATE books SET year = ? WHERE id = ?", [1966, 1]).changes }.value
+        #expect(changed == 1)
+        let plan = try await Task.detached { try blocking.explainSQL("SELECT year FROM books WHERE id = ?", [1]) }.value
+        #expect(plan.indexesUsed == ["id"])
+        let year = try await Task.detached { try blocking.read { tx in try tx.sql("SELECT year FROM books WHERE id = 1").rows.first?["year"] } }.value
+        #expect(year == 1966)
+        // Inside a transaction of the same store, the blocking call refuses instead of waiting.
+        let nested = await errorCode { try await store.write { _ in _ = try blocking.sql("SELECT 1") } }
+        #expect(nested == .unsupported)
+    }
+
     @Test func capabilityIsDeclaredAndNamed() async throws {
         let driver = try await SQLiteDriver(path: ":memory:")
         #expect(driver.capabilities.contains(.rawSQL))
