@@ -179,6 +179,24 @@ import Testing
         #expect(nested == .unsupported)
     }
 
+    @Test func rawStatementsInsideAQueryLoopLeaveTheLoopRunning() async throws {
+        let dir = try ScratchDirectory()
+        let store = try await makeStore(dir)
+        defer { Task { try await store.close() } }
+        // Installing the authorizer expires the connection's statements, the one stepping
+        // the loop included: the loop must still see every row.
+        let seen = try await store.read { tx -> [String] in
+            var titles: [String] = []
+            try tx.forEach(Query(), in: self.books) { record in
+                let n = try tx.sql("SELECT count(*) FROM books WHERE year < ?", [record.fields["year"] ?? .null]).rows.first?[0].value
+                titles.append("\(record.fields["title"]?.stringValue ?? "?"):\(n ?? .null)")
+                return true
+            }
+            return titles
+        }
+        #expect(seen == ["Dune:2", "Emma:0", "Solaris:1"])
+    }
+
     @Test func capabilityIsDeclaredAndNamed() async throws {
         let driver = try await SQLiteDriver(path: ":memory:")
         #expect(driver.capabilities.contains(.rawSQL))
