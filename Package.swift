@@ -51,8 +51,17 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // Calls Swift cannot make itself (the variadic sqlite3_db_config, SQLITE_TRANSIENT).
         .target(name: "CSQLiteShim", dependencies: ["CSQLite"]),
-        .target(name: "DepotSQLite", dependencies: ["DepotCore", "CSQLite", "CSQLiteShim"], swiftSettings: settings),
-        .testTarget(name: "DepotSQLiteTests", dependencies: ["DepotSQLite", "DepotConformance", "DepotCore"], swiftSettings: settings),
+        // Logging: the statement log (Docs/SQLiteDriver.md, "Statement log").
+        .target(
+            name: "DepotSQLite",
+            dependencies: ["DepotCore", "CSQLite", "CSQLiteShim", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: settings
+        ),
+        .testTarget(
+            name: "DepotSQLiteTests",
+            dependencies: ["DepotSQLite", "DepotConformance", "DepotCore", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: settings
+        ),
         // The JSON-file driver.
         .target(name: "DepotJSONFile", dependencies: ["DepotCore"], swiftSettings: settings),
         .testTarget(name: "DepotJSONFileTests", dependencies: ["DepotJSONFile", "DepotConformance", "DepotMemory"], swiftSettings: settings),

@@ -11,7 +11,7 @@ import Foundation
 struct DepotCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "depot",
-        abstract: "Open any Depot store by its store string: tour, inspect, load, dump, query, copy, check.",
+        abstract: "Open any Depot store by its store string: tour, inspect, load, dump, query, sql, copy, check.",
         discussion: """
             A STORE is a store string: memory:, sqlite:PATH, gdbm:PATH, json:PATH (the drivers \
             in this build: \(DriverRegistry.standard.schemes.map { $0 + ":" }.joined(separator: ", "))). \
@@ -35,7 +35,7 @@ struct DepotCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             TourCommand.self, InfoCommand.self, LoadCommand.self, DumpCommand.self, CountCommand.self,
-            QueryCommand.self, CopyCommand.self, CheckCommand.self, SyncCommand.self, ServeCommand.self,
+            QueryCommand.self, SQLCommand.self, CopyCommand.self, CheckCommand.self, SyncCommand.self, ServeCommand.self,
             BenchCommand.self, BenchSyncCommand.self, BenchRelationsCommand.self,
         ]
     )

@@ -2,6 +2,7 @@ import ArgumentParser
 import Depot
 import Foundation
 import Logging
+import Synchronization
 
 /// `--quiet` and `--verbose`, offered by every subcommand.
 struct GlobalOptions: ParsableArguments {
@@ -38,14 +39,26 @@ protocol DepotSubcommand: AsyncParsableCommand {
     func execute(_ context: CommandContext) async throws -> Int32
 }
 
-/// Set up once per process: swift-log allows one bootstrap.
-private let bootstrapOnce: Void = {
-    LoggingSystem.bootstrap { label in StderrLogHandler(label: label) }
-}()
+/// Whether swift-log was set up: it allows one bootstrap per process.
+private let bootstrapped = Mutex(false)
+
+/// Sets swift-log up once per process, at `level` for every logger, so that `--verbose`
+/// also shows the SQLite driver's statement log (Docs/SQLiteDriver.md, "Statement log").
+func bootstrapLogging(_ level: Logger.Level) {
+    bootstrapped.withLock { done in
+        guard !done else { return }
+        done = true
+        LoggingSystem.bootstrap { label in
+            var handler = StderrLogHandler(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+}
 
 extension DepotSubcommand {
     mutating func run() async throws {
-        _ = bootstrapOnce
+        bootstrapLogging(global.logLevel)
         var logger = Logger(label: "depot")
         logger.logLevel = global.logLevel
         let context = CommandContext(logger: logger, showsProgress: global.showsProgress, quiet: global.quiet)

@@ -70,7 +70,8 @@ enum StoreArguments {
                 "no driver for '\(location.scheme):' in this build",
                 "use one of: \(schemes.map { $0 + ":" }.joined(separator: ", "))")
         }
-        if mustExist, isLocalPath(location), !FileManager.default.fileExists(atPath: location.path) {
+        let onDisk = try location.resolvingDataFolder(create: false)
+        if mustExist, isLocalPath(location), !FileManager.default.fileExists(atPath: onDisk.path) {
             throw CLIFailure.failed("no store at \(location.description)", "check the path; 'depot load' and 'depot copy' create stores")
         }
         context.logger.debug("opening \(location.description)")

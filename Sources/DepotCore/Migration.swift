@@ -27,6 +27,21 @@ public struct Migration: Sendable {
     }
 }
 
+/// The versions one migration takes a store between, given to the callbacks of
+/// ``Store/migrate(_:willMigrate:didMigrate:)``.
+public struct MigrationTransition: Sendable, Hashable {
+    /// The store's schema version before the migration (0 for a store never migrated).
+    public let from: Int
+    /// The version the migration brings it to (the ``Migration/version``).
+    public let to: Int
+
+    /// The transition from `from` to `to`.
+    public init(from: Int, to: Int) {
+        self.from = from
+        self.to = to
+    }
+}
+
 /// One step of a ``Migration``.
 public enum MigrationStep: Sendable {
     /// Sets `field` to `default` on every record that lacks it.
@@ -67,11 +82,34 @@ extension Store {
 
     /// Runs the migrations newer than the store's version, in order, each in its own transaction.
     /// Returns the version reached.
+    ///
+    /// `willMigrate` and `didMigrate` are called around each migration that runs, with the
+    /// versions it goes from and to, *outside* its write transaction (Docs/Semantics.md,
+    /// "Migrations"), so each is called exactly once per migration however the driver runs
+    /// the transaction (a driver may run a transaction closure twice):
+    ///
+    /// - `willMigrate` before the transaction begins. Throwing aborts: that migration and
+    ///   the later ones do not run, nothing of them is written, and `migrate` throws the
+    ///   error (earlier migrations stay committed).
+    /// - `didMigrate` after the transaction committed. Throwing stops the later migrations;
+    ///   the committed one stays.
+    ///
+    /// Neither is called when the store is already at the newest version.
+    ///
+    /// ```swift
+    /// try await store.migrate(migrations,
+    ///     willMigrate: { step in try await backUp(before: step.to) },
+    ///     didMigrate: { step in log.info("store migrated from \(step.from) to \(step.to)") })
+    /// ```
     /// - Throws: `.schemaMismatch` when the store was written by a newer version than any
     ///   migration given (an older app opening a newer store), or when versions repeat;
-    ///   a failing step's error, after rolling its migration back.
+    ///   a failing step's error, after rolling its migration back; what a callback throws.
     @discardableResult
-    public func migrate(_ migrations: [Migration]) async throws -> Int {
+    public func migrate(
+        _ migrations: [Migration],
+        willMigrate: (@Sendable (MigrationTransition) async throws -> Void)? = nil,
+        didMigrate: (@Sendable (MigrationTransition) async throws -> Void)? = nil
+    ) async throws -> Int {
         let sorted = migrations.sorted { $0.version < $1.version }
         for (a, b) in zip(sorted, sorted.dropFirst()) where a.version == b.version {
             throw DepotError(.schemaMismatch, "Two migrations have version \(a.version).")
@@ -84,6 +122,8 @@ extension Store {
         var reached = current
         for migration in sorted where migration.version > current {
             let expected = reached
+            let transition = MigrationTransition(from: expected, to: migration.version)
+            if let willMigrate { try await willMigrate(transition) }
             try await write { tx in
                 guard try Store.version(tx) == expected else {
                     throw DepotError(.conflict, "Another process migrated the store at the same time; open it again.")
@@ -93,6 +133,7 @@ extension Store {
                 try tx.save(Record(id: "schema", fields: ["version": .int(Int64(migration.version))]), into: meta)
             }
             reached = migration.version
+            if let didMigrate { try await didMigrate(transition) }
         }
         return reached
     }

@@ -90,6 +90,10 @@ public struct DriverCapabilities: OptionSet, Hashable, Sendable, CustomStringCon
     public static let streaming = DriverCapabilities(rawValue: 1 << 5)
     /// Several processes may open the store (waiting or failing with `.locked`, never corrupting).
     public static let multiProcess = DriverCapabilities(rawValue: 1 << 6)
+    /// The driver's transactions run SQL statements given by the caller (they conform to
+    /// ``SQLExecuting``): ``Store/sql(_:_:)``. Not part of ``complete``: a driver without SQL
+    /// is complete without it.
+    public static let rawSQL = DriverCapabilities(rawValue: 1 << 7)
 
     /// Everything a complete driver offers, persistence included.
     public static let complete: DriverCapabilities = [.persistence, .transactions, .snapshotReads, .uniqueConstraints, .assignedIDs, .streaming, .multiProcess]
@@ -97,7 +101,7 @@ public struct DriverCapabilities: OptionSet, Hashable, Sendable, CustomStringCon
     static let names: [(DriverCapabilities, String)] = [
         (.persistence, "persistence"), (.transactions, "transactions"), (.snapshotReads, "snapshotReads"),
         (.uniqueConstraints, "uniqueConstraints"), (.assignedIDs, "assignedIDs"), (.streaming, "streaming"),
-        (.multiProcess, "multiProcess"),
+        (.multiProcess, "multiProcess"), (.rawSQL, "rawSQL"),
     ]
 
     /// The capabilities' names, comma-separated (`"persistence, transactions"`).

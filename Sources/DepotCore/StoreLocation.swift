@@ -138,6 +138,9 @@ public struct DriverRegistry: Sendable {
     public typealias Factory = @Sendable (StoreLocation) async throws -> any StorageDriver
 
     private var factories: [String: Factory] = [:]
+    /// The folder `@data/…` store paths are resolved in; `nil`, the default, is the app's
+    /// ``DataFolder/standard()``.
+    public var dataFolder: DataFolder?
     /// What every store opened through this registry gets before it is handed out.
     private(set) var storeSetups: [@Sendable (Store) -> Void] = []
 
@@ -159,13 +162,14 @@ public struct DriverRegistry: Sendable {
     /// The registered schemes, sorted.
     public var schemes: [String] { factories.keys.sorted() }
 
-    /// Opens a driver for a store string.
+    /// Opens a driver for a store string. A path `@data/…` is resolved in ``dataFolder``
+    /// (whose folders are created when missing) before the driver sees it.
     /// - Throws: `.invalidStore` for an unknown scheme or malformed string, or the driver's error.
     public func makeDriver(_ string: String) async throws -> any StorageDriver {
-        let location = try StoreLocation(string)
-        guard let factory = factories[location.scheme] else {
-            throw DepotError(.invalidStore, "No driver is registered for '\(CollectionName.quotedForMessage(location.scheme))'; known: \(schemes.joined(separator: ", ")).")
+        let parsed = try StoreLocation(string)
+        guard let factory = factories[parsed.scheme] else {
+            throw DepotError(.invalidStore, "No driver is registered for '\(CollectionName.quotedForMessage(parsed.scheme))'; known: \(schemes.joined(separator: ", ")).")
         }
-        return try await factory(location)
+        return try await factory(try parsed.resolvingDataFolder(dataFolder))
     }
 }

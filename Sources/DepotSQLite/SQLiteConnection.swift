@@ -37,10 +37,14 @@ final class SQLiteConnection {
     private static let recentLimit = 4
     private static let cacheLimit = 256
     private(set) var isClosed = false
+    /// The statement log, `nil` for a connection that logs nothing (Docs/SQLiteDriver.md,
+    /// "Statement log").
+    let log: SQLiteStatementLog?
 
-    /// Opens (creating if asked) the database at `path`, hardened and configured.
+    /// Opens (creating if asked) the database at `path`, hardened and configured; `log`
+    /// logs its statements from the first one.
     /// - Throws: `.io`, `.corrupted`, `.locked` as SQLite reports.
-    init(path: String, create: Bool, busyTimeoutMilliseconds: Int32) throws {
+    init(path: String, create: Bool, busyTimeoutMilliseconds: Int32, log: SQLiteStatementLog? = nil) throws {
         var handle: OpaquePointer?
         var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         if create { flags |= SQLITE_OPEN_CREATE }
@@ -56,6 +60,8 @@ final class SQLiteConnection {
         }
         db = handle
         self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
+        self.log = log
+        log?.refresh(handle)
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
         let hardened = depot_sqlite_harden(db)
@@ -73,6 +79,13 @@ final class SQLiteConnection {
     }
 
     deinit { close() }
+
+    /// Registers or removes the statement log's trace to match its logger's level now: once
+    /// per transaction, so a level that changes takes effect at the next transaction.
+    @inline(__always)
+    func refreshLog() {
+        log?.refresh(db)
+    }
 
     /// Replaces SQLite's automatic checkpoint with a hook that only records the log's size
     /// in ``walPages``, so the driver decides where the checkpoint (and its fsync) runs: on
@@ -119,6 +132,7 @@ final class SQLiteConnection {
         for (_, statement) in cache { sqlite3_finalize(statement) }
         cache.removeAll()
         recent.removeAll()
+        log?.stop(db)
         sqlite3_close_v2(db)
     }
 

@@ -1,6 +1,7 @@
 import CSQLite
 import DepotCore
 import Foundation
+import Logging
 import Synchronization
 
 /// A driver over one SQLite database file (libsqlite3's C API), with one table per
@@ -25,8 +26,9 @@ public final class SQLiteDriver: StorageDriver {
     /// `"sqlite"`.
     public let backendName = "sqlite"
     /// Everything: persistence, transactions, snapshot reads, unique constraints, assigned
-    /// ids, streaming and several processes on one file.
-    public var capabilities: DriverCapabilities { .complete }
+    /// ids, streaming and several processes on one file, and raw SQL
+    /// (Docs/SQLiteDriver.md, "Raw SQL").
+    public var capabilities: DriverCapabilities { DriverCapabilities.complete.union(.rawSQL) }
 
     /// The database path, or `:memory:`.
     public let path: String
@@ -36,6 +38,12 @@ public final class SQLiteDriver: StorageDriver {
     /// (see ``read(_:)`` and ``write(_:)``); `true` unless the store was opened with
     /// `inline=false`.
     public let inlineTransactions: Bool
+    /// Where the statement log goes (Docs/SQLiteDriver.md, "Statement log"): every statement
+    /// at debug level.
+    public let logger: Logger
+    /// Whether the statement log shows bound values; `false` (they show as `?N=<redacted>`)
+    /// unless the store was opened with `log_values=true`.
+    public let logsValues: Bool
     let busyTimeout: Int32
     let isMemory: Bool
 
@@ -66,7 +74,15 @@ public final class SQLiteDriver: StorageDriver {
     ///   - inlineTransactions: let a transaction run on the caller's thread when its
     ///     connection can be taken without waiting (Docs/SQLiteDriver.md, "Where
     ///     transactions run"); `false` runs every transaction on the connection's thread.
-    public init(path: String, durability: Durability = .full, busyTimeoutMilliseconds: Int = 5000, inlineTransactions: Bool = true) async throws {
+    ///   - logger: where every statement is logged, at debug level (Docs/SQLiteDriver.md,
+    ///     "Statement log"); `depot.sqlite` by default. Nothing is built for the log while
+    ///     the logger's level is above debug.
+    ///   - logValues: show bound values in the statement log instead of `?N=<redacted>`.
+    ///     Values may hold secrets: turn it on only to debug, never in production.
+    public init(
+        path: String, durability: Durability = .full, busyTimeoutMilliseconds: Int = 5000, inlineTransactions: Bool = true,
+        logger: Logger = Logger(label: "depot.sqlite"), logValues: Bool = false
+    ) async throws {
         guard !path.isEmpty, !path.utf8.contains(0) else {
             throw DepotError(.invalidStore, "A SQLite store needs a file path: write 'sqlite:PATH' or 'sqlite::memory:'.")
         }
@@ -80,11 +96,14 @@ public final class SQLiteDriver: StorageDriver {
         self.durability = durability
         self.inlineTransactions = inlineTransactions
         self.isMemory = isMemory
+        self.logger = logger
+        self.logsValues = logValues
         let busy = Int32(busyTimeoutMilliseconds)
         self.busyTimeout = busy
         self.filePath = filePath
         writer = try await ConnectionThread.start(name: "depot.sqlite.writer") {
-            let connection = try SQLiteConnection(path: filePath, create: true, busyTimeoutMilliseconds: busy)
+            let log = SQLiteStatementLog(logger: logger, showsValues: logValues, role: "writer")
+            let connection = try SQLiteConnection(path: filePath, create: true, busyTimeoutMilliseconds: busy, log: log)
             try SQLiteDriver.setUp(writer: connection, durability: durability, isMemory: isMemory)
             return connection
         }
@@ -94,10 +113,12 @@ public final class SQLiteDriver: StorageDriver {
 
     /// Opens the store a parsed `sqlite:` store string names.
     ///
-    /// `sqlite:PATH?durability=full|normal&busy_timeout_ms=N&inline=true|false`, or `sqlite::memory:`.
-    /// - Throws: `.invalidStore` for unknown options or bad values, and what ``init(path:durability:busyTimeoutMilliseconds:inlineTransactions:)`` throws.
-    public convenience init(_ location: StoreLocation) async throws {
-        try location.rejectUnknownOptions(["durability", "busy_timeout_ms", "inline"])
+    /// `sqlite:PATH?durability=full|normal&busy_timeout_ms=N&inline=true|false&log_values=true|false`,
+    /// or `sqlite::memory:`.
+    /// - Parameter logger: where the statement log goes (see ``init(path:durability:busyTimeoutMilliseconds:inlineTransactions:logger:logValues:)``).
+    /// - Throws: `.invalidStore` for unknown options or bad values, and what ``init(path:durability:busyTimeoutMilliseconds:inlineTransactions:logger:logValues:)`` throws.
+    public convenience init(_ location: StoreLocation, logger: Logger = Logger(label: "depot.sqlite")) async throws {
+        try location.rejectUnknownOptions(["durability", "busy_timeout_ms", "inline", "log_values"])
         let durability = try location.durability()
         var busy = 5000
         if let text = location.options["busy_timeout_ms"] {
@@ -112,11 +133,20 @@ public final class SQLiteDriver: StorageDriver {
         case "false": inline = false
         default: throw DepotError(.invalidStore, "Option inline must be true or false.")
         }
-        try await self.init(path: location.path, durability: durability, busyTimeoutMilliseconds: busy, inlineTransactions: inline)
+        var logValues = false
+        switch location.options["log_values"] {
+        case nil, "false": break
+        case "true": logValues = true
+        default: throw DepotError(.invalidStore, "Option log_values must be true or false.")
+        }
+        try await self.init(
+            path: location.path, durability: durability, busyTimeoutMilliseconds: busy, inlineTransactions: inline,
+            logger: logger, logValues: logValues)
     }
 
     /// Registers the `sqlite` scheme: `sqlite:PATH` and `sqlite::memory:`, with options
-    /// `durability=full|normal`, `busy_timeout_ms=N` and `inline=true|false`.
+    /// `durability=full|normal`, `busy_timeout_ms=N`, `inline=true|false` and
+    /// `log_values=true|false`.
     public static func register(in registry: inout DriverRegistry) {
         registry.register("sqlite") { location in try await SQLiteDriver(location) }
     }
@@ -211,6 +241,7 @@ public final class SQLiteDriver: StorageDriver {
     /// once (nothing ran).
     /// - Throws: what `BEGIN` or the catalog throws, after a rollback.
     private func begin(_ connection: SQLiteConnection, writable: Bool, inline: Bool) throws -> SQLiteTransaction? {
+        connection.refreshLog()
         do {
             try connection.executeCached(writable ? "BEGIN IMMEDIATE" : "BEGIN")
             let transaction = SQLiteTransaction(connection: connection, catalog: try catalog(for: connection), writable: writable)
@@ -337,9 +368,10 @@ public final class SQLiteDriver: StorageDriver {
 
     /// Opens a reader connection (read-only through `query_only`), on the new reader's thread.
     private var readerOpener: @Sendable () throws -> SQLiteConnection {
-        let filePath = self.filePath, busy = busyTimeout
+        let filePath = self.filePath, busy = busyTimeout, logger = self.logger, logValues = logsValues
         return {
-            let connection = try SQLiteConnection(path: filePath, create: false, busyTimeoutMilliseconds: busy)
+            let log = SQLiteStatementLog(logger: logger, showsValues: logValues, role: "reader")
+            let connection = try SQLiteConnection(path: filePath, create: false, busyTimeoutMilliseconds: busy, log: log)
             try connection.execute("PRAGMA query_only = ON")
             return connection
         }
