@@ -121,8 +121,9 @@ extension StoreReadTransaction {
     /// (``SQLExecuting/execute(sql:parameters:)``). In a read transaction the statement must
     /// only read, over the transaction's snapshot; in a write transaction
     /// (``StoreWriteTransaction``) it may write, and commits or rolls back with everything
-    /// else the closure did. What it writes is invisible to change events, read caches and
-    /// write observers (the sync outbox, a server's change feed): see ``SQLExecuting``.
+    /// else the closure did. What it writes is invisible to change events, the read caches by id and
+    /// write observers (the sync outbox, a server's change feed): see ``SQLExecuting``; the result
+    /// cache of queries forgets every entry after the commit.
     ///
     /// ```swift
     /// let n = try await store.read { tx in try tx.sql("SELECT count(*) FROM books").rows.first?[0].value }
@@ -131,8 +132,10 @@ extension StoreReadTransaction {
     ///   driver), for a statement that writes in a read transaction, or for a refused
     ///   statement; `.invalidQuery`; `.closed` after the closure returned; the engine's errors.
     public func sql(_ statement: String, _ parameters: [FieldValue] = []) throws -> SQLResult {
-        if let writer = self as? StoreWriteTransaction, !writer.isValid {
-            throw DepotError(.closed, "A transaction was used after its closure returned.")
+        if let writer = self as? StoreWriteTransaction {
+            guard writer.isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
+            // It may write anywhere: the result cache forgets everything after the commit.
+            writer.touchedAll = true
         }
         return try sqlExecutor().execute(sql: statement, parameters: parameters)
     }
@@ -152,8 +155,9 @@ extension Store {
     /// let old = try await store.sql("DELETE FROM logs WHERE at < ? RETURNING id", [.double(cutoff)])
     /// ```
     ///
-    /// Raw SQL writes bypass change events, read caches and write observers (the sync
-    /// outbox): see ``SQLExecuting``. For a read-only statement over a read snapshot use
+    /// Raw SQL writes bypass change events, the repositories' read caches by id and write
+    /// observers (the sync outbox): see ``SQLExecuting``. The result cache of queries forgets
+    /// every entry after a transaction that ran raw SQL. For a read-only statement over a read snapshot use
     /// ``StoreReadTransaction/sql(_:_:)`` inside ``read(_:)``.
     /// - Throws: `.unsupported` on a driver without ``DriverCapabilities/rawSQL`` (memory,
     ///   gdbm, json), naming it; `.invalidQuery`; the engine's errors.

@@ -87,6 +87,18 @@ import Testing
         #expect(first?.changes == [ChangeEvent(collection: books, kind: .inserted, id: 9)])
     }
 
+    @Test func rawWritesEmptyTheResultCache() async throws {
+        let dir = try ScratchDirectory()
+        let store = try await makeStore(dir)
+        defer { Task { try await store.close() } }
+        let books = store.collection(self.books)
+        #expect(try await books.query(Query(), cached: true).map(\.id) == [1, 2, 3])
+        try await store.sql("DELETE FROM books WHERE id = ?", [1])
+        #expect(try await books.query(Query(), cached: true).map(\.id) == [2, 3], "a cached query after a raw delete")
+        try await store.write { tx in _ = try tx.sql("UPDATE books SET year = 2000 WHERE id = 2") }
+        #expect(try await books.query(Query(filter: .equal("id", 2)), cached: true).first?["year"] == 2000, "after a raw update inside a write")
+    }
+
     @Test func refusesWhatWouldBreakTheDriver() async throws {
         let dir = try ScratchDirectory()
         let store = try await makeStore(dir)
