@@ -33,4 +33,39 @@ import Testing
         #expect(try await books.count() == 0)
         try await store.close()
     }
+
+    struct Shelf: Model {
+        var id: Int64?
+        var name: String
+        static let items = HasMany<Shelf, Item>("items", field: "shelfID")
+    }
+
+    struct Item: Model {
+        var id: Int64?
+        var shelfID: Int64?
+        var title: String
+        var pages: Int
+        static let shelf = BelongsTo<Item, Shelf>("shelf", field: "shelfID")
+        static let references = [shelf.reference(onDelete: .cascade)]
+    }
+
+    /// The README's relations example, with data, checked.
+    @Test func readmeRelationsExampleRuns() async throws {
+        let store = try await Store.open("memory:")
+        let hall = try await store.repository(Shelf.self).insert(Shelf(id: nil, name: "hall"))
+        let attic = try await store.repository(Shelf.self).insert(Shelf(id: nil, name: "attic"))
+        for (title, pages, shelf) in [("Dune", 600, hall), ("Emma", 400, hall), ("Ulysses", 700, attic)] {
+            _ = try await store.repository(Item.self).insert(Item(id: nil, shelfID: shelf.id, title: title, pages: pages))
+        }
+        let shelves = try await store.repository(Shelf.self).query().including(Shelf.items).all()
+        #expect(try shelves.map { try $0.related(Shelf.items).map(\.title) } == [["Dune", "Emma"], ["Ulysses"]])
+        let perShelf = try await store.repository(Item.self).query()
+            .aggregate([.count(), .sum("pages")], groupBy: ["shelfID"], having: Field("count") >= 2)
+        #expect(perShelf.map(\.values) == [["shelfID": .int(hall.id ?? 0), "count": 2, "sum_pages": 1000]])
+        let changed = try await store.repository(Item.self).update(matching: Field("pages") > 500, FieldChange(set: ["long": true]))
+        #expect(changed == 2)
+        try await store.repository(Shelf.self).delete(id: hall.id)
+        #expect(try await store.repository(Item.self).all().map(\.title) == ["Ulysses"], "a shelf's items go with it")
+        try await store.close()
+    }
 }

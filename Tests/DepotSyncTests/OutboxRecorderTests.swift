@@ -60,6 +60,22 @@ struct OutboxRecorderTests {
         #expect(outbox.map(\.fields) == [["text": "hello"]])
     }
 
+    @Test("partial updates of an attached collection record the whole new record, one entry per record changed")
+    func partialUpdatesRecordWholeRecords() async throws {
+        let store = try await clientStore()
+        _ = OutboxRecorder.installed(on: store)
+        try await attach(store, notes)
+        let notes = store.collection(self.notes)
+        try await notes.save(Record(id: "a", fields: ["t": 1, "keep": "x"]))
+        try await notes.save(Record(id: "b", fields: ["t": 2, "drop": true]))
+        try await notes.update("a", FieldChange(set: ["t": 10]))
+        try await notes.update(matching: .isNotNull("drop"), FieldChange(set: ["t": 20], remove: ["drop"]))
+        let outbox = try await store.read { tx in try Outbox.entries(in: tx) }
+        #expect(outbox.map(\.recordID) == ["a", "b", "a", "b"])
+        #expect(outbox.suffix(2).map(\.fields) == [["t": 10, "keep": "x"], ["t": 20]])
+        #expect(outbox.allSatisfy { $0.operation == .upsert })
+    }
+
     @Test("an attachment made in a transaction counts from then on in it; a rolled-back one never counts")
     func attachmentsFollowCommits() async throws {
         let store = try await clientStore()
