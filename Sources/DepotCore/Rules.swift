@@ -298,7 +298,7 @@ extension StoreWriteTransaction {
     /// no denied delete left referring records.
     /// - Throws: `.referenceViolation` naming the relation.
     func checkReferences() throws {
-        guard !pendingReferenceChecks.isEmpty || !pendingDenials.isEmpty else { return }
+        guard checksReferences, !pendingReferenceChecks.isEmpty || !pendingDenials.isEmpty else { return }
         let snapshot = try rulesSnapshot()
         var checked = Set<String>()
         for (collection, id) in pendingReferenceChecks {

@@ -148,6 +148,10 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     var touched: Set<CollectionName> = []
     /// `true` when this transaction may have written anywhere (raw SQL).
     var touchedAll = false
+    /// Whether references are checked when the closure returns (Docs/Relations.md). The sync
+    /// coordinator turns it off for the records it applies from the server, which may come
+    /// before the records they refer to; delete rules still apply.
+    public var checksReferences = true
     /// Deletes under a `deny` rule, checked when the closure returns.
     var pendingDenials: [(CollectionName, [RecordID], CollectionName, Reference)] = []
 

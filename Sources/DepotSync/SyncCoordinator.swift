@@ -62,9 +62,14 @@ public actor SyncCoordinator {
     }
 
     /// Runs a local write of the sync's own: through the store, without recording outbox
-    /// entries (what sync writes came from the server or is bookkeeping).
+    /// entries (what sync writes came from the server or is bookkeeping), and without the
+    /// end-of-transaction reference checks: a page of the server's records may hold a
+    /// record before the one it refers to (Docs/Relations.md, "Referential integrity").
     func localWrite<T: Sendable>(_ body: @escaping @Sendable (StoreWriteTransaction) throws -> T) async throws -> T {
-        try await store.write(excluding: [recorder], body)
+        try await store.write(excluding: [recorder]) { tx in
+            tx.checksReferences = false
+            return try body(tx)
+        }
     }
 
     /// Runs a local read through the store.

@@ -184,3 +184,25 @@ struct Note: Model, Equatable {
         await #expect(throws: DepotError.self) { _ = try await Store.open("nosuch:x") }
     }
 }
+
+/// References are checked when a transaction's closure returns, unless the transaction
+/// turned the check off (what the sync coordinator does for records from the server).
+@Suite struct ReferenceCheckSwitchTests {
+    @Test func aTransactionCanLeaveReferencesUnchecked() async throws {
+        let store = try await Store.open("memory:")
+        let children = try store.collection("children")
+        try await store.write { tx in
+            try tx.prepare(CollectionSchema(name: children.name, idKind: .int, references: [Reference("parent", field: "parentID", to: "parents", onDelete: .cascade)]))
+        }
+        await #expect(throws: DepotError.self) { try await children.insert(Record(id: 1, fields: ["parentID": 7])) }
+        try await store.write { tx in
+            tx.checksReferences = false
+            try tx.insert(Record(id: 1, fields: ["parentID": 7]), into: children.name)
+        }
+        #expect(try await children.count() == 1, "the unchecked record was kept")
+        // The parent arriving later makes the reference whole; deleting it cascades.
+        try await store.collection("parents").insert(Record(id: 7))
+        _ = try await store.collection("parents").delete(7)
+        #expect(try await children.count() == 0, "the cascade applies to records written unchecked")
+    }
+}
