@@ -210,8 +210,11 @@ extension CollectionSchema {
 extension StoreWriteTransaction {
     /// The rules as this transaction sees them (its own prepares included).
     func rulesSnapshot() throws -> RulesSnapshot {
-        if let local = localRules { return local }
-        return try store.rules.snapshot { try Rules.load(writer) }
+        if let local = localRules ?? seenRules { return local }
+        // Read once per transaction: a write then costs no lock to learn its rules.
+        let snapshot = try store.rules.snapshot { try Rules.load(writer) }
+        seenRules = snapshot
+        return snapshot
     }
 
     /// The rules of `collection`, `nil` when it has none (the common, fast case).

@@ -139,6 +139,8 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     var validatingSink: ValidatingFieldSink?
     /// The rules as changed by this transaction's prepares, `nil` when it changed none.
     var localRules: RulesSnapshot?
+    /// The store's rules as this transaction first read them.
+    var seenRules: RulesSnapshot?
     /// `true` once this transaction changed a collection's rules.
     var rulesChanged = false
     /// Records whose references are checked when the transaction's closure returns.
