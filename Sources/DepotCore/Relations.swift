@@ -309,28 +309,19 @@ enum Relations {
         var result: [[Record]]
         switch d.kind {
         case .belongsTo(let field):
-            let keys = unique(records.compactMap { Rules.recordID($0[field]) })
-            let found = try fetch(target, field: "id", keys: keys.map(\.fieldValue), in: tx)
-            var byID: [RecordID: Record] = [:]
-            for record in found { byID[record.id] = record }
-            result = records.map { record in Rules.recordID(record[field]).flatMap { byID[$0] }.map { [$0] } ?? [] }
+            let groups = try fetch(target, field: "id", keys: records.map { $0[field] }, in: tx)
+            result = records.map { groups[AggregateEvaluator.groupKey($0[field])] ?? [] }
         case .hasOne(let field), .hasMany(let field):
-            let found = try fetch(target, field: field, keys: unique(records.map(\.id)).map(\.fieldValue), in: tx)
-            var byOwner: [FieldValue: [Record]] = [:]
-            for record in found { byOwner[AggregateEvaluator.groupKey(record[field]), default: []].append(record) }
-            result = records.map { byOwner[AggregateEvaluator.groupKey($0.id.fieldValue)] ?? [] }
+            let groups = try fetch(target, field: field, keys: records.map(\.id.fieldValue), in: tx)
+            result = records.map { groups[AggregateEvaluator.groupKey($0.id.fieldValue)] ?? [] }
             if d.isToOne { result = result.map { Array($0.prefix(1)) } }
         case .manyToMany(let through, let ownerField, let targetField):
-            let links = try fetch(try CollectionName(through), field: ownerField, keys: unique(records.map(\.id)).map(\.fieldValue), in: tx)
-            let targetIDs = unique(links.compactMap { Rules.recordID($0[targetField]) })
-            var byID: [RecordID: Record] = [:]
-            for record in try fetch(target, field: "id", keys: targetIDs.map(\.fieldValue), in: tx) { byID[record.id] = record }
-            var byOwner: [FieldValue: [Record]] = [:]
-            for link in links {
-                guard let id = Rules.recordID(link[targetField]), let record = byID[id] else { continue }
-                byOwner[AggregateEvaluator.groupKey(link[ownerField]), default: []].append(record)
+            let links = try fetch(try CollectionName(through), field: ownerField, keys: records.map(\.id.fieldValue), in: tx)
+            let targets = try fetch(target, field: "id", keys: links.values.flatMap { $0.map { $0[targetField] } }, in: tx)
+            result = records.map { record in
+                let owned = links[AggregateEvaluator.groupKey(record.id.fieldValue)] ?? []
+                return owned.compactMap { targets[AggregateEvaluator.groupKey($0[targetField])]?.first }.sorted { $0.id < $1.id }
             }
-            result = records.map { (byOwner[AggregateEvaluator.groupKey($0.id.fieldValue)] ?? []).sorted { $0.id < $1.id } }
         }
         guard !include.nested.isEmpty else { return result.map { $0.map { LoadedRecord($0) } } }
         // The next level: once for all related records of this level.
@@ -349,33 +340,41 @@ enum Relations {
     static let scanThreshold = 2_000
 
     /// The records of `collection` whose `field` (or id) is one of `keys` under query
-    /// equality, in id order: `in` queries of ``chunkSize`` keys when the driver's plan for
-    /// them uses an index, otherwise (or for more than ``scanThreshold`` keys) one scan.
-    static func fetch(_ collection: CollectionName, field: String, keys: [FieldValue], in tx: any ReadTransaction) throws -> [Record] {
-        var out: [Record] = []
-        guard !keys.isEmpty else { return out }
+    /// equality, grouped by that value (normalized as ``AggregateEvaluator/groupKey(_:)``),
+    /// each group in id order: `in` queries of ``chunkSize`` keys when the driver's plan for
+    /// them uses an index, otherwise (or for more than ``scanThreshold`` keys) one scan with
+    /// a hash lookup per record. Null keys and values that cannot be ids are left out.
+    static func fetch(_ collection: CollectionName, field: String, keys: [FieldValue], in tx: any ReadTransaction) throws -> [FieldValue: [Record]] {
+        var groups: [FieldValue: [Record]] = [:]
+        var distinct: [FieldValue] = []
+        for key in keys where Rules.recordID(key) != nil {
+            let normalized = AggregateEvaluator.groupKey(key)
+            if groups.updateValue([], forKey: normalized) == nil { distinct.append(normalized) }
+        }
+        guard !distinct.isEmpty else { return groups }
         // Chunked `in` queries pay only where the driver finds the keys through an index
         // (its plan names one); otherwise each chunk would scan the collection, and one
         // scan with a hash lookup per record does the work once.
-        let indexed = keys.count <= scanThreshold
-            && !(try tx.explain(Query(filter: .isIn(field, Array(keys.prefix(2)))), in: collection).indexesUsed.isEmpty)
+        let indexed = distinct.count <= scanThreshold
+            && !(try tx.explain(Query(filter: .isIn(field, Array(distinct.prefix(2)))), in: collection).indexesUsed.isEmpty)
         if !indexed {
-            let wanted = Set(keys.map(AggregateEvaluator.groupKey))
             let filter: Filter = field == "id" ? .all : .isNotNull(field)
             try tx.forEach(Query(filter: filter), in: collection) { record in
-                if wanted.contains(AggregateEvaluator.groupKey(record[field])) { out.append(record) }
+                groups[AggregateEvaluator.groupKey(record[field])]?.append(record)
                 return true
             }
-            return out
+            return groups
         }
         var start = 0
-        while start < keys.count {
-            let chunk = Array(keys[start..<min(start + chunkSize, keys.count)])
-            try tx.forEach(Query(filter: .isIn(field, chunk)), in: collection) { out.append($0); return true }
+        while start < distinct.count {
+            let chunk = Array(distinct[start..<min(start + chunkSize, distinct.count)])
+            try tx.forEach(Query(filter: .isIn(field, chunk)), in: collection) { record in
+                groups[AggregateEvaluator.groupKey(record[field])]?.append(record)
+                return true
+            }
             start += chunkSize
         }
-        if keys.count > chunkSize { out.sort { $0.id < $1.id } }
-        return out
+        return groups
     }
 
     /// Appends one line per include (depth first) saying how its level is read.
@@ -399,10 +398,6 @@ enum Relations {
         }
     }
 
-    static func unique(_ ids: [RecordID]) -> [RecordID] {
-        var seen = Set<RecordID>()
-        return ids.filter { seen.insert($0).inserted }
-    }
 }
 
 extension Loaded {
