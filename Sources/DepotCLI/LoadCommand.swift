@@ -49,9 +49,27 @@ struct LoadCommand: DepotSubcommand {
         try CollectionSchema(name: collection, idKind: .string, uniqueConstraints: constraints, indexes: indexes).validateForCLI()
         let reader = try rest.count == 2 && rest[1] != "-" ? LineReader(path: rest[1]) : LineReader()
 
-        let store = try await StoreArguments.open(storeString, context, mustExist: false)
-        return try await StoreArguments.using(store) { store in
+        let (store, trace) = try await StoreArguments.openForWriting(storeString, context)
+        // A load that fails before its first commit leaves no new store behind (Docs/CLI.md).
+        var committedAny = false
+        do {
+            return try await load(into: store, collection: collection, constraints: constraints, indexes: indexes,
+                                  reader: reader, context: context, committedAny: &committedAny)
+        } catch {
+            if !committedAny { trace?.removeCreated(context) }
+            throw error
+        }
+    }
+
+    /// Reads `reader` into `collection` and closes `store`; sets `committedAny` once a batch
+    /// is committed.
+    private func load(
+        into store: Store, collection: CollectionName, constraints: [UniqueConstraint], indexes: [IndexDefinition],
+        reader: LineReader, context: CommandContext, committedAny: inout Bool
+    ) async throws -> Int32 {
+        try await StoreArguments.using(store) { store in
             var loader = BatchLoader(store: store, collection: collection, constraints: constraints, indexes: indexes)
+            defer { committedAny = loader.committedBatches > 0 }
             let size = reader.fileSize
             let progress = context.progress("load \(collection)", total: size, unit: size == nil ? "records" : "B")
             var seen = 0
