@@ -10,7 +10,9 @@ struct LoadCommand: DepotSubcommand {
         usage: "depot load [STORE] COLLECTION [FILE] [--batch N] [--unique F[,F]]... [--index F[,F]]...",
         discussion: """
             Each line is one JSON object with an "id" (an integer or a string) and its fields; \
-            blank lines are skipped. Records are saved (inserted or replaced by id). Each batch \
+            blank lines are skipped. Records are saved (inserted or replaced by id). A line \
+            without "id" is inserted with an id the store assigns, when the collection has \
+            integer ids (or is new); for a collection with string ids it is a usage error. Each batch \
             of --batch records is one atomic transaction; --batch 0 makes the whole input one \
             transaction. A bad line stops the load with its line number: the batches before it \
             are committed, nothing of its own batch is. Exit status 0 only when every line was \
@@ -74,17 +76,17 @@ struct LoadCommand: DepotSubcommand {
             let progress = context.progress("load \(collection)", total: size, unit: size == nil ? "records" : "B")
             var seen = 0
             defer { progress.finish() }
-            var pending: [(line: Int, record: Record)] = []
+            var pending: [(line: Int, item: LoadItem)] = []
             do {
                 while let line = try reader.next() {
                     if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
-                    let record: Record
+                    let item: LoadItem
                     do {
-                        record = try Record(jsonObject: try JSONText.parse(Array(line)))
+                        item = try LoadItem(json: try JSONText.parse(Array(line)))
                     } catch let error as DepotError {
                         throw LoadLineError(line: reader.lineNumber, error: error)
                     }
-                    pending.append((reader.lineNumber, record))
+                    pending.append((reader.lineNumber, item))
                     seen += 1
                     if batch > 0 && pending.count >= batch {
                         try await loader.commit(pending)
@@ -95,6 +97,11 @@ struct LoadCommand: DepotSubcommand {
                 if !pending.isEmpty { try await loader.commit(pending) }
             } catch let error as LoadLineError {
                 progress.finish()
+                if error.needsID {
+                    throw CLIFailure.usage(
+                        "\(Self.describe(error)) \(loader.summary(stopped: true))",
+                        "give every record of '\(collection)' an \"id\", or load into a collection with integer ids")
+                }
                 throw CLIFailure.failed(
                     "\(Self.describe(error)) \(loader.summary(stopped: true))",
                     "fix line \(error.line) and load again; saving is an upsert, so loading the same lines twice is harmless")
@@ -134,6 +141,33 @@ struct LoadCommand: DepotSubcommand {
 struct LoadLineError: Error {
     let line: Int
     let error: DepotError
+    /// `true` when the line has no id and the collection's ids are not assigned by the store.
+    var needsID = false
+}
+
+/// One line of `depot load` input: a record with its id, or fields for the store to give an
+/// id (Docs/CLI.md, `depot load`).
+enum LoadItem {
+    case record(Record)
+    case fields([String: FieldValue])
+
+    /// Reads an object with an "id" as a record, one without as fields.
+    /// - Throws: `.decoding` when `json` is not an object, or its "id" is not an integer or a string.
+    init(json: FieldValue) throws {
+        if case .object(let members) = json, members["id"] == nil {
+            self = .fields(members)
+        } else {
+            self = .record(try Record(jsonObject: json))
+        }
+    }
+
+    /// The id kind a new collection gets from this item: assigned ids are integers.
+    var idKind: IDKind {
+        switch self {
+        case .record(let record): record.id.kind
+        case .fields: .int
+        }
+    }
 }
 
 /// Commits batches of loaded records and counts what was committed.
@@ -156,7 +190,7 @@ struct BatchLoader {
 
     /// Saves `records` in one transaction (preparing the collection in the first one).
     /// - Throws: ``LoadLineError`` naming the line whose record was refused.
-    mutating func commit(_ records: [(line: Int, record: Record)]) async throws {
+    mutating func commit(_ records: [(line: Int, item: LoadItem)]) async throws {
         let collection = self.collection
         let constraints = self.constraints
         let indexes = self.indexes
@@ -164,11 +198,24 @@ struct BatchLoader {
         let batch = records
         try await store.write { tx in
             if prepare, let first = batch.first {
-                try BatchLoader.prepare(collection, idKind: first.record.id.kind, constraints: constraints, indexes: indexes, in: tx)
+                try BatchLoader.prepare(collection, idKind: first.item.idKind, constraints: constraints, indexes: indexes, in: tx)
             }
-            for (line, record) in batch {
+            var assignsIDs: Bool?
+            for (line, item) in batch {
                 do {
-                    try tx.save(record, into: collection)
+                    switch item {
+                    case .record(let record):
+                        try tx.save(record, into: collection)
+                    case .fields(let fields):
+                        if assignsIDs == nil { assignsIDs = try tx.schema(of: collection).map { $0.idKind == .int } ?? true }
+                        guard assignsIDs == true else {
+                            throw LoadLineError(
+                                line: line,
+                                error: DepotError(.decoding, "the record has no \"id\", and collection '\(collection)' has string ids, which the store does not assign."),
+                                needsID: true)
+                        }
+                        _ = try tx.insert(fields: fields, into: collection)
+                    }
                 } catch let error as DepotError {
                     throw LoadLineError(line: line, error: error)
                 }
