@@ -7,7 +7,7 @@ struct LoadCommand: DepotSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "load",
         abstract: "Load JSON Lines into a collection (upsert by id), in atomic batches.",
-        usage: "depot load [STORE] COLLECTION [FILE] [--batch N] [--unique F[,F]]... [--index F[,F]]...",
+        usage: "depot load [STORE] COLLECTION [FILE] [--format jsonl|csv] [--types COL:TYPE,...] [--batch N] [--unique F[,F]]... [--index F[,F]]...",
         discussion: """
             Each line is one JSON object with an "id" (an integer or a string) and its fields; \
             blank lines are skipped. Records are saved (inserted or replaced by id). A line \
@@ -18,12 +18,17 @@ struct LoadCommand: DepotSubcommand {
             are committed, nothing of its own batch is. Exit status 0 only when every line was \
             committed.
 
+            --format csv reads CSV instead: a header row of field names (an "id" column is \
+            the id), then one record per row, with RFC 4180 quoting. Types are inferred \
+            without loss (see Docs/CLI.md); --types col:int,col2:string sets them.
+
             --unique and --index add constraints and indexes to the collection (creating it, \
             with the id kind of the first record) in the same transaction as the first batch.
 
             Examples:
               depot load sqlite:app.db books books.jsonl --unique isbn --index author
               cat people.jsonl | depot load json:people.json people --batch 0
+              depot load sqlite:app.db books books.csv --format csv --types isbn:string
             """
     )
 
@@ -39,6 +44,12 @@ struct LoadCommand: DepotSubcommand {
     @Option(help: ArgumentHelp("An index over one or more comma-separated fields.", valueName: "F[,F]"))
     var index: [String] = []
 
+    @Option(help: ArgumentHelp("The input format: jsonl (JSON Lines) or csv (a header row, then one record per row).", valueName: "jsonl|csv"))
+    var format = "jsonl"
+
+    @Option(help: ArgumentHelp("CSV column types instead of inferred ones: int, double, bool or string.", valueName: "COL:TYPE[,COL:TYPE]"))
+    var types: String?
+
     @OptionGroup var global: GlobalOptions
 
     func execute(_ context: CommandContext) async throws -> Int32 {
@@ -49,25 +60,43 @@ struct LoadCommand: DepotSubcommand {
         let constraints = try unique.map { UniqueConstraint(try Self.fields($0, option: "--unique")) }
         let indexes = try index.map { IndexDefinition(try Self.fields($0, option: "--index")) }
         try CollectionSchema(name: collection, idKind: .string, uniqueConstraints: constraints, indexes: indexes).validateForCLI()
+        guard format == "jsonl" || format == "csv" else {
+            throw CLIFailure.usage("--format \(WhereParser.quoted(format)) is not a format 'depot load' reads", "use --format jsonl or --format csv")
+        }
+        let columnTypes = try CSV.types(types)
+        guard format == "csv" || columnTypes.isEmpty else { throw CLIFailure.usage("--types applies to CSV input only", "add --format csv") }
         let reader = try rest.count == 2 && rest[1] != "-" ? LineReader(path: rest[1]) : LineReader()
+        var csv = format == "csv" ? CSVRecordReader(reader: reader, types: columnTypes) : nil
+        let next: () throws -> (line: Int, item: LoadItem)? = {
+            if csv != nil { return try csv?.next() }
+            while let line = try reader.next() {
+                if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
+                do {
+                    return (reader.lineNumber, try LoadItem(json: try JSONText.parse(Array(line))))
+                } catch let error as DepotError {
+                    throw LoadLineError(line: reader.lineNumber, error: error)
+                }
+            }
+            return nil
+        }
 
         let (store, trace) = try await StoreArguments.openForWriting(storeString, context)
         // A load that fails before its first commit leaves no new store behind (Docs/CLI.md).
         var committedAny = false
         do {
             return try await load(into: store, collection: collection, constraints: constraints, indexes: indexes,
-                                  reader: reader, context: context, committedAny: &committedAny)
+                                  reader: reader, next: next, context: context, committedAny: &committedAny)
         } catch {
             if !committedAny { trace?.removeCreated(context) }
             throw error
         }
     }
 
-    /// Reads `reader` into `collection` and closes `store`; sets `committedAny` once a batch
-    /// is committed.
+    /// Loads the items `next` reads from `reader` into `collection` and closes `store`; sets
+    /// `committedAny` once a batch is committed.
     private func load(
         into store: Store, collection: CollectionName, constraints: [UniqueConstraint], indexes: [IndexDefinition],
-        reader: LineReader, context: CommandContext, committedAny: inout Bool
+        reader: LineReader, next: () throws -> (line: Int, item: LoadItem)?, context: CommandContext, committedAny: inout Bool
     ) async throws -> Int32 {
         try await StoreArguments.using(store) { store in
             var loader = BatchLoader(store: store, collection: collection, constraints: constraints, indexes: indexes)
@@ -78,15 +107,8 @@ struct LoadCommand: DepotSubcommand {
             defer { progress.finish() }
             var pending: [(line: Int, item: LoadItem)] = []
             do {
-                while let line = try reader.next() {
-                    if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
-                    let item: LoadItem
-                    do {
-                        item = try LoadItem(json: try JSONText.parse(Array(line)))
-                    } catch let error as DepotError {
-                        throw LoadLineError(line: reader.lineNumber, error: error)
-                    }
-                    pending.append((reader.lineNumber, item))
+                while let (line, item) = try next() {
+                    pending.append((line, item))
                     seen += 1
                     if batch > 0 && pending.count >= batch {
                         try await loader.commit(pending)
@@ -104,7 +126,7 @@ struct LoadCommand: DepotSubcommand {
                 }
                 throw CLIFailure.failed(
                     "\(Self.describe(error)) \(loader.summary(stopped: true))",
-                    "fix line \(error.line) and load again; saving is an upsert, so loading the same lines twice is harmless")
+                    "fix line \(error.line) and load again; records with an id are upserted, so loading them twice is harmless")
             } catch {
                 progress.finish()
                 let failure = CLIFailure.from(error)
