@@ -5,9 +5,9 @@ import Testing
 /// Names, kinds, sizes and modification times of everything under a directory.
 ///
 /// With `strict`, directories' modification times count too (so a file created and removed
-/// again is noticed), and nothing is ignored; otherwise the driver side files that
-/// Docs/CLI.md ("Read-only commands") allows a read to create and remove are ignored: SQLite's
-/// `-wal` and `-shm`, the JSON driver's `.lock`.
+/// again is noticed), and nothing is ignored; otherwise directories count by name only and the
+/// side files that Docs/CLI.md ("Read-only commands") allows a read to create and remove are
+/// ignored: SQLite's `-wal` and `-shm`.
 func treeSnapshot(_ root: URL, strict: Bool) throws -> [String: String] {
     var out: [String: String] = [:]
     let manager = FileManager.default
@@ -15,7 +15,7 @@ func treeSnapshot(_ root: URL, strict: Bool) throws -> [String: String] {
     if strict { out["."] = "dir \(modificationTime(rootAttributes))" }
     guard let walker = manager.enumerator(atPath: root.path) else { throw HarnessError("cannot list \(root.path)") }
     for case let relative as String in walker {
-        if !strict, relative.hasSuffix("-wal") || relative.hasSuffix("-shm") || relative.hasSuffix(".lock") { continue }
+        if !strict, relative.hasSuffix("-wal") || relative.hasSuffix("-shm") { continue }
         let attributes = try manager.attributesOfItem(atPath: root.appendingPathComponent(relative).path)
         let mtime = modificationTime(attributes)
         if attributes[.type] as? FileAttributeType == .typeDirectory {
