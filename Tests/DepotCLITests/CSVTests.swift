@@ -103,7 +103,9 @@ enum LineReaderFixture {
     static func reader(_ text: String) throws -> LineReader {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("depot-csv-\(UUID().uuidString)").path
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-        defer { try? FileManager.default.removeItem(atPath: path) }
+        defer {
+            do { try FileManager.default.removeItem(atPath: path) } catch { Issue.record("could not remove \(path): \(error)") }
+        }
         return try LineReader(path: path)
     }
 }
