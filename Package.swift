@@ -89,6 +89,8 @@ let package = Package(
         ),
         // Commits transactions until killed; the crash tests of every driver run it.
         .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot"], swiftSettings: settings),
+        // A small app on Depot (Examples/README.md), built with the package and run by ExampleAppTests.
+        .executableTarget(name: "Bookshelf", dependencies: ["Depot"], path: "Examples/Bookshelf", swiftSettings: settings),
         // End-to-end tests of `depot` (they run the built executable).
         .testTarget(name: "DepotCLITests", dependencies: ["Depot", "DepotCLI", "DepotConformance"], swiftSettings: settings),
         // The engine of `depot bench` (workloads, raw baselines, report, chart).

@@ -33,6 +33,11 @@ struct CheckCommand: DepotSubcommand {
             Console.print("problem: the store cannot be opened: \(error.description)")
             Console.print("store \(shown): 1 problem found")
             return ExitStatus.failure
+        } catch let failure as CLIFailure where failure.status == ExitStatus.failure {
+            // No store of the driver at the path (nothing was opened or created there).
+            Console.print("problem: \(failure.message)")
+            Console.print("store \(shown): 1 problem found")
+            return ExitStatus.failure
         }
         return try await StoreArguments.using(store) { store in
             var problems: [String] = []

@@ -52,23 +52,41 @@ struct CopyCommand: DepotSubcommand {
         let sourceShown = StoreArguments.shown(sourceString), destinationShown = StoreArguments.shown(destinationString)
         let source = try await StoreArguments.open(sourceString, context, mustExist: true)
         return try await StoreArguments.using(source) { source in
-            let destination = try await StoreArguments.open(destinationString, context, mustExist: false)
-            return try await StoreArguments.using(destination) { destination in
-                var copier = StoreCopier(source: source, destination: destination, context: context)
-                let names = try await copier.plan(named: named, replace: replace, sourceShown: sourceShown, destinationShown: destinationShown)
-                try await copier.copy(names)
-                let problems = try await copier.verify(names)
-                for report in copier.copied {
-                    context.logger.notice("copied \(report.name): \(report.count) record\(report.count == 1 ? "" : "s"), sha256 \(report.digest.prefix(16))…\(problems.isEmpty ? ", verified" : "")")
-                }
-                guard problems.isEmpty else {
-                    throw CLIFailure.failed(
-                        "verification failed: " + problems.joined(separator: "; "),
-                        "the copy in \(destinationShown) differs from \(sourceShown); run 'depot check' on both")
-                }
-                context.logger.notice("copied \(names.count) collection\(names.count == 1 ? "" : "s") from \(sourceShown) to \(destinationShown), verified by count and SHA-256")
-                return ExitStatus.success
+            let (destination, trace) = try await StoreArguments.openForWriting(destinationString, context)
+            // A copy that fails before its first commit leaves no new store behind (Docs/CLI.md).
+            var copiedAny = false
+            do {
+                return try await copy(from: source, to: destination, sourceShown: sourceShown, destinationShown: destinationShown,
+                                      named: named, context: context, copiedAny: &copiedAny)
+            } catch {
+                if !copiedAny { trace?.removeCreated(context) }
+                throw error
             }
+        }
+    }
+
+    /// Plans, copies and verifies, then closes `destination`; sets `copiedAny` once a
+    /// collection is committed in it.
+    private func copy(
+        from source: Store, to destination: Store, sourceShown: String, destinationShown: String,
+        named: [CollectionName], context: CommandContext, copiedAny: inout Bool
+    ) async throws -> Int32 {
+        try await StoreArguments.using(destination) { destination in
+            var copier = StoreCopier(source: source, destination: destination, context: context)
+            defer { copiedAny = !copier.copied.isEmpty }
+            let names = try await copier.plan(named: named, replace: replace, sourceShown: sourceShown, destinationShown: destinationShown)
+            try await copier.copy(names)
+            let problems = try await copier.verify(names)
+            for report in copier.copied {
+                context.logger.notice("copied \(report.name): \(report.count) record\(report.count == 1 ? "" : "s"), sha256 \(report.digest.prefix(16))…\(problems.isEmpty ? ", verified" : "")")
+            }
+            guard problems.isEmpty else {
+                throw CLIFailure.failed(
+                    "verification failed: " + problems.joined(separator: "; "),
+                    "the copy in \(destinationShown) differs from \(sourceShown); run 'depot check' on both")
+            }
+            context.logger.notice("copied \(names.count) collection\(names.count == 1 ? "" : "s") from \(sourceShown) to \(destinationShown), verified by count and SHA-256")
+            return ExitStatus.success
         }
     }
 }

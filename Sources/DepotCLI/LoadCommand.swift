@@ -7,14 +7,20 @@ struct LoadCommand: DepotSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "load",
         abstract: "Load JSON Lines into a collection (upsert by id), in atomic batches.",
-        usage: "depot load [STORE] COLLECTION [FILE] [--batch N] [--unique F[,F]]... [--index F[,F]]...",
+        usage: "depot load [STORE] COLLECTION [FILE] [--format jsonl|csv] [--types COL:TYPE,...] [--batch N] [--unique F[,F]]... [--index F[,F]]...",
         discussion: """
             Each line is one JSON object with an "id" (an integer or a string) and its fields; \
-            blank lines are skipped. Records are saved (inserted or replaced by id). Each batch \
+            blank lines are skipped. Records are saved (inserted or replaced by id). A line \
+            without "id" is inserted with an id the store assigns, when the collection has \
+            integer ids (or is new); for a collection with string ids it is a usage error. Each batch \
             of --batch records is one atomic transaction; --batch 0 makes the whole input one \
             transaction. A bad line stops the load with its line number: the batches before it \
             are committed, nothing of its own batch is. Exit status 0 only when every line was \
             committed.
+
+            --format csv reads CSV instead: a header row of field names (an "id" column is \
+            the id), then one record per row, with RFC 4180 quoting. Types are inferred \
+            without loss (see Docs/CLI.md); --types col:int,col2:string sets them.
 
             --unique and --index add constraints and indexes to the collection (creating it, \
             with the id kind of the first record) in the same transaction as the first batch.
@@ -22,6 +28,7 @@ struct LoadCommand: DepotSubcommand {
             Examples:
               depot load sqlite:app.db books books.jsonl --unique isbn --index author
               cat people.jsonl | depot load json:people.json people --batch 0
+              depot load sqlite:app.db books books.csv --format csv --types isbn:string
             """
     )
 
@@ -37,6 +44,12 @@ struct LoadCommand: DepotSubcommand {
     @Option(help: ArgumentHelp("An index over one or more comma-separated fields.", valueName: "F[,F]"))
     var index: [String] = []
 
+    @Option(help: ArgumentHelp("The input format: jsonl (JSON Lines) or csv (a header row, then one record per row).", valueName: "jsonl|csv"))
+    var format = "jsonl"
+
+    @Option(help: ArgumentHelp("CSV column types instead of inferred ones: int, double, bool or string.", valueName: "COL:TYPE[,COL:TYPE]"))
+    var types: String?
+
     @OptionGroup var global: GlobalOptions
 
     func execute(_ context: CommandContext) async throws -> Int32 {
@@ -47,26 +60,55 @@ struct LoadCommand: DepotSubcommand {
         let constraints = try unique.map { UniqueConstraint(try Self.fields($0, option: "--unique")) }
         let indexes = try index.map { IndexDefinition(try Self.fields($0, option: "--index")) }
         try CollectionSchema(name: collection, idKind: .string, uniqueConstraints: constraints, indexes: indexes).validateForCLI()
+        guard format == "jsonl" || format == "csv" else {
+            throw CLIFailure.usage("--format \(WhereParser.quoted(format)) is not a format 'depot load' reads", "use --format jsonl or --format csv")
+        }
+        let columnTypes = try CSV.types(types)
+        guard format == "csv" || columnTypes.isEmpty else { throw CLIFailure.usage("--types applies to CSV input only", "add --format csv") }
         let reader = try rest.count == 2 && rest[1] != "-" ? LineReader(path: rest[1]) : LineReader()
+        var csv = format == "csv" ? CSVRecordReader(reader: reader, types: columnTypes) : nil
+        let next: () throws -> (line: Int, item: LoadItem)? = {
+            if csv != nil { return try csv?.next() }
+            while let line = try reader.next() {
+                if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
+                do {
+                    return (reader.lineNumber, try LoadItem(json: try JSONText.parse(Array(line))))
+                } catch let error as DepotError {
+                    throw LoadLineError(line: reader.lineNumber, error: error)
+                }
+            }
+            return nil
+        }
 
-        let store = try await StoreArguments.open(storeString, context, mustExist: false)
-        return try await StoreArguments.using(store) { store in
+        let (store, trace) = try await StoreArguments.openForWriting(storeString, context)
+        // A load that fails before its first commit leaves no new store behind (Docs/CLI.md).
+        var committedAny = false
+        do {
+            return try await load(into: store, collection: collection, constraints: constraints, indexes: indexes,
+                                  reader: reader, next: next, context: context, committedAny: &committedAny)
+        } catch {
+            if !committedAny { trace?.removeCreated(context) }
+            throw error
+        }
+    }
+
+    /// Loads the items `next` reads from `reader` into `collection` and closes `store`; sets
+    /// `committedAny` once a batch is committed.
+    private func load(
+        into store: Store, collection: CollectionName, constraints: [UniqueConstraint], indexes: [IndexDefinition],
+        reader: LineReader, next: () throws -> (line: Int, item: LoadItem)?, context: CommandContext, committedAny: inout Bool
+    ) async throws -> Int32 {
+        try await StoreArguments.using(store) { store in
             var loader = BatchLoader(store: store, collection: collection, constraints: constraints, indexes: indexes)
+            defer { committedAny = loader.committedBatches > 0 }
             let size = reader.fileSize
             let progress = context.progress("load \(collection)", total: size, unit: size == nil ? "records" : "B")
             var seen = 0
             defer { progress.finish() }
-            var pending: [(line: Int, record: Record)] = []
+            var pending: [(line: Int, item: LoadItem)] = []
             do {
-                while let line = try reader.next() {
-                    if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
-                    let record: Record
-                    do {
-                        record = try Record(jsonObject: try JSONText.parse(Array(line)))
-                    } catch let error as DepotError {
-                        throw LoadLineError(line: reader.lineNumber, error: error)
-                    }
-                    pending.append((reader.lineNumber, record))
+                while let (line, item) = try next() {
+                    pending.append((line, item))
                     seen += 1
                     if batch > 0 && pending.count >= batch {
                         try await loader.commit(pending)
@@ -77,9 +119,14 @@ struct LoadCommand: DepotSubcommand {
                 if !pending.isEmpty { try await loader.commit(pending) }
             } catch let error as LoadLineError {
                 progress.finish()
+                if error.needsID {
+                    throw CLIFailure.usage(
+                        "\(Self.describe(error)) \(loader.summary(stopped: true))",
+                        "give every record of '\(collection)' an \"id\", or load into a collection with integer ids")
+                }
                 throw CLIFailure.failed(
                     "\(Self.describe(error)) \(loader.summary(stopped: true))",
-                    "fix line \(error.line) and load again; saving is an upsert, so loading the same lines twice is harmless")
+                    "fix line \(error.line) and load again; records with an id are upserted, so loading them twice is harmless")
             } catch {
                 progress.finish()
                 let failure = CLIFailure.from(error)
@@ -116,6 +163,33 @@ struct LoadCommand: DepotSubcommand {
 struct LoadLineError: Error {
     let line: Int
     let error: DepotError
+    /// `true` when the line has no id and the collection's ids are not assigned by the store.
+    var needsID = false
+}
+
+/// One line of `depot load` input: a record with its id, or fields for the store to give an
+/// id (Docs/CLI.md, `depot load`).
+enum LoadItem {
+    case record(Record)
+    case fields([String: FieldValue])
+
+    /// Reads an object with an "id" as a record, one without as fields.
+    /// - Throws: `.decoding` when `json` is not an object, or its "id" is not an integer or a string.
+    init(json: FieldValue) throws {
+        if case .object(let members) = json, members["id"] == nil {
+            self = .fields(members)
+        } else {
+            self = .record(try Record(jsonObject: json))
+        }
+    }
+
+    /// The id kind a new collection gets from this item: assigned ids are integers.
+    var idKind: IDKind {
+        switch self {
+        case .record(let record): record.id.kind
+        case .fields: .int
+        }
+    }
 }
 
 /// Commits batches of loaded records and counts what was committed.
@@ -138,7 +212,7 @@ struct BatchLoader {
 
     /// Saves `records` in one transaction (preparing the collection in the first one).
     /// - Throws: ``LoadLineError`` naming the line whose record was refused.
-    mutating func commit(_ records: [(line: Int, record: Record)]) async throws {
+    mutating func commit(_ records: [(line: Int, item: LoadItem)]) async throws {
         let collection = self.collection
         let constraints = self.constraints
         let indexes = self.indexes
@@ -146,11 +220,24 @@ struct BatchLoader {
         let batch = records
         try await store.write { tx in
             if prepare, let first = batch.first {
-                try BatchLoader.prepare(collection, idKind: first.record.id.kind, constraints: constraints, indexes: indexes, in: tx)
+                try BatchLoader.prepare(collection, idKind: first.item.idKind, constraints: constraints, indexes: indexes, in: tx)
             }
-            for (line, record) in batch {
+            var assignsIDs: Bool?
+            for (line, item) in batch {
                 do {
-                    try tx.save(record, into: collection)
+                    switch item {
+                    case .record(let record):
+                        try tx.save(record, into: collection)
+                    case .fields(let fields):
+                        if assignsIDs == nil { assignsIDs = try tx.schema(of: collection).map { $0.idKind == .int } ?? true }
+                        guard assignsIDs == true else {
+                            throw LoadLineError(
+                                line: line,
+                                error: DepotError(.decoding, "the record has no \"id\", and collection '\(collection)' has string ids, which the store does not assign."),
+                                needsID: true)
+                        }
+                        _ = try tx.insert(fields: fields, into: collection)
+                    }
                 } catch let error as DepotError {
                     throw LoadLineError(line: line, error: error)
                 }

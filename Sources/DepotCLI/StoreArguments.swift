@@ -53,11 +53,23 @@ enum StoreArguments {
 
     /// Opens a store with every driver of this build.
     ///
-    /// - Parameter mustExist: for commands that only read: a file-backed store whose path
-    ///   does not exist is an error instead of a new empty store.
+    /// - Parameter mustExist: for commands that only read: a local path that does not
+    ///   already hold a store of the driver (``StoreProbe/holdsStore(scheme:at:)``) is an
+    ///   error ("no store at ..."), and nothing is created or locked there.
     /// - Throws: a usage ``CLIFailure`` for a malformed string or unknown driver; the
     ///   driver's error otherwise.
     static func open(_ string: String, _ context: CommandContext, mustExist: Bool) async throws -> Store {
+        try await openTracing(string, context, mustExist: mustExist).store
+    }
+
+    /// Opens a store for a command that writes, and returns with it which of the store's
+    /// files did not exist before (`nil` for a store without local files), so that a command
+    /// failing before it commits anything can remove them (``NewStoreTrace``).
+    static func openForWriting(_ string: String, _ context: CommandContext) async throws -> (store: Store, trace: NewStoreTrace?) {
+        try await openTracing(string, context, mustExist: false)
+    }
+
+    private static func openTracing(_ string: String, _ context: CommandContext, mustExist: Bool) async throws -> (store: Store, trace: NewStoreTrace?) {
         let location: StoreLocation
         do {
             location = try StoreLocation(string)
@@ -71,11 +83,22 @@ enum StoreArguments {
                 "use one of: \(schemes.map { $0 + ":" }.joined(separator: ", "))")
         }
         let onDisk = try location.resolvingDataFolder(create: false)
-        if mustExist, isLocalPath(location), !FileManager.default.fileExists(atPath: onDisk.path) {
-            throw CLIFailure.failed("no store at \(location.description)", "check the path; 'depot load' and 'depot copy' create stores")
+        let local = isLocalPath(location)
+        if mustExist, local, !StoreProbe.holdsStore(scheme: location.scheme, at: onDisk.path) {
+            let something = FileManager.default.fileExists(atPath: onDisk.path)
+                ? " (\(StoreProbe.describeStore(scheme: location.scheme)); something else is there)" : ""
+            throw CLIFailure.failed(
+                "no store at \(location.description)\(something)",
+                "check the path and the driver; 'depot load' and 'depot copy' create stores")
         }
+        let trace = !mustExist && local ? NewStoreTrace(scheme: location.scheme, path: onDisk.path) : nil
         context.logger.debug("opening \(location.description)")
-        return try await Store.open(string)
+        do {
+            return (try await Store.open(string), trace)
+        } catch {
+            trace?.removeCreated(context)
+            throw error
+        }
     }
 
     /// `true` when the location's path names a local file or directory.

@@ -1,9 +1,13 @@
 import DepotMemory
-import DepotModel
-import Foundation
 import Testing
 
-// The README's @Model example, as written there (keep the two the same).
+// The README's @Model example (its second Swift block), compiled here as written.
+// DocExampleTests (DepotMemoryTests) checks that the lines from the "// example:" mark to
+// "// end of example", less the lines ending in "// scaffold", are the README's block.
+// example: README.md #2
+import DepotModel
+import Foundation
+
 @Model
 struct Edition {
     var id: Int64?                              // nil: the store assigns one
@@ -12,6 +16,13 @@ struct Edition {
     @Transform(.millisecondsSince1970) var published: Date
     @Default(0) var printings: Int             // records written before it existed read as 0
 }
+
+func readmeExample2(_ store: Store) throws { // scaffold
+let editions = try store.blocking.repository(Edition.self)   // no await: blocks this thread
+let dune = try editions.insert(Edition(id: nil, isbn: "978-0441013593", title: "Dune", published: .now, printings: 1))
+_ = dune // scaffold
+} // scaffold
+// end of example
 
 /// The README's @Model and synchronous example compiles and does what its comments say.
 @Suite struct ReadmeModelExampleTests {
