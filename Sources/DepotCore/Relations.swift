@@ -68,18 +68,7 @@ public protocol Relationship: IncludeConvertible {
 extension Relationship {
     /// Loads this relation, and `nested` relations of its targets, eagerly.
     public func including(_ nested: any IncludeConvertible...) -> Include {
-        Include(
-            descriptor, nested: nested.map(\.include), make: { node, nested in try Loaded<Target>(node, includes: nested) },
-            typed: TypedInclude(
-                decode: { source in try Target.decode(source) },
-                assemble: { model, relations in
-                    guard let model = model as? Target else {
-                        throw DepotError(.internal, "A loaded model is not a \(Target.self).", collection: Target.collectionName)
-                    }
-                    var loaded = Loaded(model)
-                    loaded.relations = relations
-                    return loaded
-                }))
+        Include(descriptor, nested: nested.map(\.include), make: { node, nested in try Loaded<Target>(node, includes: nested) })
     }
 
     /// Loads this relation eagerly (no nested relations).
@@ -186,26 +175,16 @@ public struct Include: IncludeConvertible {
     /// What to load for each related record.
     public let nested: [Include]
     let make: (@Sendable (LoadedRecord, [Include]) throws -> any Sendable)?
-    /// How a typed include decodes its models in place and wraps them with their relations.
-    let typed: TypedInclude?
 
     /// An untyped include, for records (the CLI, tools).
     public init(_ descriptor: RelationDescriptor, nested: [Include] = []) {
         self.init(descriptor, nested: nested, make: nil)
     }
 
-    init(_ descriptor: RelationDescriptor, nested: [Include], make: (@Sendable (LoadedRecord, [Include]) throws -> any Sendable)?, typed: TypedInclude? = nil) {
+    init(_ descriptor: RelationDescriptor, nested: [Include], make: (@Sendable (LoadedRecord, [Include]) throws -> any Sendable)?) {
         self.descriptor = descriptor
         self.nested = nested
         self.make = make
-        self.typed = typed
-    }
-
-    /// The fields of a record of this include's owner that its loading reads: the reference
-    /// field of a belongs-to (the others read the owner's id).
-    var ownerKeyField: String? {
-        if case .belongsTo(let field) = descriptor.kind { return field }
-        return nil
     }
 
     /// Itself.
@@ -537,24 +516,8 @@ public struct LoadingQuery<M: StoredModel>: Sendable {
     public func all() async throws -> [Loaded<M>] {
         let query = base.query, collection = base.repository.collection, includes = self.includes
         return try await base.repository.store.read { tx in
-            guard includes.allSatisfy(\.isTyped) else {
-                let records = try tx.query(query, in: collection)
-                return try Relations.load(includes, for: records, in: tx.base).map { try Loaded<M>($0, includes: includes) }
-            }
-            // Typed all the way down: models decode in place, no intermediate records.
-            let keyFields = includes.compactMap(\.ownerKeyField)
-            var parents: [TypedNode] = []
-            try tx.forEachFields(query, in: collection) { source in
-                parents.append(TypedNode(id: source.recordID, keys: try TypedNode.keys(keyFields, of: source), model: try M.decode(source)))
-                return true
-            }
-            let relations = try Relations.loadTyped(includes, for: parents, in: tx.base)
-            return try zip(parents, relations).map { parent, related in
-                guard let model = parent.model as? M else { throw DepotError(.internal, "A loaded model is not a \(M.self).", collection: M.collectionName) }
-                var loaded = Loaded(model)
-                loaded.relations = related
-                return loaded
-            }
+            let records = try tx.query(query, in: collection)
+            return try Relations.load(includes, for: records, in: tx.base).map { try Loaded<M>($0, includes: includes) }
         }
     }
 
@@ -650,116 +613,4 @@ extension Repository {
     public func related<T>(_ relation: HasMany<M, T>, of model: M) async throws -> [T] { try await fetch(relation.include, of: model, as: T.self) }
     /// The targets of a many-to-many relation of `model`, read now, in id order.
     public func related<T>(_ relation: ManyToMany<M, T>, of model: M) async throws -> [T] { try await fetch(relation.include, of: model, as: T.self) }
-}
-
-// MARK: - The typed loader
-
-/// How a typed include decodes its models in place and wraps one with its relations.
-struct TypedInclude: Sendable {
-    let decode: @Sendable (any FieldSource) throws -> any Sendable
-    let assemble: @Sendable (any Sendable, [String: [any Sendable]]) throws -> any Sendable
-}
-
-/// A model read by the typed loader: its id, the reference fields its own includes need,
-/// and the model.
-struct TypedNode {
-    var id: RecordID
-    var keys: [String: FieldValue]
-    var model: any Sendable
-
-    /// The values of `fields` in `source`.
-    static func keys(_ fields: [String], of source: any FieldSource) throws -> [String: FieldValue] {
-        guard !fields.isEmpty else { return [:] }
-        var keys: [String: FieldValue] = [:]
-        for field in fields { keys[field] = try source.value(forField: field) ?? .null }
-        return keys
-    }
-
-    /// The value the loader matches for `field`: the id, or a kept reference field.
-    func key(_ field: String) -> FieldValue { field == "id" ? id.fieldValue : (keys[field] ?? .null) }
-}
-
-extension Include {
-    /// `true` when this include and every nested one decode typed models.
-    var isTyped: Bool { typed != nil && nested.allSatisfy(\.isTyped) }
-}
-
-extension Relations {
-    /// The typed twin of ``load(_:for:in:)``: for each parent, its relations as typed
-    /// `Loaded` values by name, read level by level as the record loader reads them, with
-    /// models decoded in place (no intermediate records).
-    static func loadTyped(_ includes: [Include], for parents: [TypedNode], in tx: any ReadTransaction) throws -> [[String: [any Sendable]]] {
-        var out = [[String: [any Sendable]]](repeating: [:], count: parents.count)
-        for include in includes {
-            guard let typed = include.typed else { continue }
-            let d = include.descriptor
-            let target = try CollectionName(d.target)
-            let keyFields = include.nested.compactMap(\.ownerKeyField)
-            // The related nodes of each parent, in id order.
-            var children: [[TypedNode]]
-            switch d.kind {
-            case .belongsTo(let field):
-                let groups = try fetchTyped(target, field: "id", keys: parents.map { $0.key(field) }, keyFields: keyFields, decode: typed.decode, in: tx)
-                children = parents.map { groups[AggregateEvaluator.groupKey($0.key(field))] ?? [] }
-            case .hasOne(let field), .hasMany(let field):
-                let groups = try fetchTyped(target, field: field, keys: parents.map(\.id.fieldValue), keyFields: keyFields, decode: typed.decode, in: tx)
-                children = parents.map { groups[AggregateEvaluator.groupKey($0.id.fieldValue)] ?? [] }
-                if d.isToOne { children = children.map { Array($0.prefix(1)) } }
-            case .manyToMany(let through, let ownerField, let targetField):
-                let links = try fetch(try CollectionName(through), field: ownerField, keys: parents.map(\.id.fieldValue), in: tx)
-                let targets = try fetchTyped(target, field: "id", keys: links.values.flatMap { $0.map { $0[targetField] } }, keyFields: keyFields, decode: typed.decode, in: tx)
-                children = parents.map { parent in
-                    let owned = links[AggregateEvaluator.groupKey(parent.id.fieldValue)] ?? []
-                    return owned.compactMap { targets[AggregateEvaluator.groupKey($0[targetField])]?.first }.sorted { $0.id < $1.id }
-                }
-            }
-            // The next level once for all the nodes of this level, then each node wrapped.
-            let flat = children.flatMap { $0 }
-            let nested = include.nested.isEmpty ? [] : try loadTyped(include.nested, for: flat, in: tx)
-            var index = 0
-            for (i, group) in children.enumerated() {
-                var values: [any Sendable] = []
-                values.reserveCapacity(group.count)
-                for node in group {
-                    values.append(try typed.assemble(node.model, nested.isEmpty ? [:] : nested[index]))
-                    index += 1
-                }
-                out[i][d.name] = values
-            }
-        }
-        return out
-    }
-
-    /// ``fetch(_:field:keys:in:)`` decoding each matching record in place into a node.
-    static func fetchTyped(
-        _ collection: CollectionName, field: String, keys: [FieldValue], keyFields: [String],
-        decode: (any FieldSource) throws -> any Sendable, in tx: any ReadTransaction
-    ) throws -> [FieldValue: [TypedNode]] {
-        var groups: [FieldValue: [TypedNode]] = [:]
-        var distinct: [FieldValue] = []
-        for key in keys where Rules.recordID(key) != nil {
-            let normalized = AggregateEvaluator.groupKey(key)
-            if groups.updateValue([], forKey: normalized) == nil { distinct.append(normalized) }
-        }
-        guard !distinct.isEmpty else { return groups }
-        func take(_ source: any FieldSource) throws {
-            let value = field == "id" ? source.recordID.fieldValue : (try source.value(forField: field) ?? .null)
-            let key = AggregateEvaluator.groupKey(value)
-            guard groups[key] != nil else { return }
-            groups[key]?.append(TypedNode(id: source.recordID, keys: try TypedNode.keys(keyFields, of: source), model: try decode(source)))
-        }
-        let indexed = distinct.count <= scanThreshold
-            && !(try tx.explain(Query(filter: .isIn(field, Array(distinct.prefix(2)))), in: collection).indexesUsed.isEmpty)
-        if !indexed {
-            try tx.forEachFields(Query(filter: field == "id" ? .all : .isNotNull(field)), in: collection) { try take($0); return true }
-            return groups
-        }
-        var start = 0
-        while start < distinct.count {
-            let chunk = Array(distinct[start..<min(start + chunkSize, distinct.count)])
-            try tx.forEachFields(Query(filter: .isIn(field, chunk)), in: collection) { try take($0); return true }
-            start += chunkSize
-        }
-        return groups
-    }
 }
