@@ -1,0 +1,43 @@
+import DepotCore
+import Foundation
+
+/// Creating and dropping whole databases on a server: what test runs use for a throwaway
+/// database each (Docs/PostgresDriver.md, "Tests").
+public enum PostgresAdmin {
+    /// Creates database `name` on the server `settings` names (logging in to its database).
+    /// - Throws: `.invalidName` for a name that is not a plain identifier, `.remote` and the
+    ///   server's errors.
+    public static func createDatabase(_ name: String, on settings: PostgresSettings) throws {
+        guard PostgresSQL.isPlainIdentifier(name) else { throw DepotError(.invalidName, "A database name must be a plain identifier.") }
+        _ = try withSession(settings) { session in try session.run("CREATE DATABASE \(PostgresSQL.quote(name)) ENCODING 'UTF8' TEMPLATE template0") }
+    }
+
+    /// Drops database `name` if it exists, ending its sessions first.
+    public static func dropDatabase(_ name: String, on settings: PostgresSettings) throws {
+        guard PostgresSQL.isPlainIdentifier(name) else { throw DepotError(.invalidName, "A database name must be a plain identifier.") }
+        _ = try withSession(settings) { session in try session.run("DROP DATABASE IF EXISTS \(PostgresSQL.quote(name)) WITH (FORCE)") }
+    }
+
+    /// The names of the server's databases that start with `prefix`.
+    public static func databases(prefixed prefix: String, on settings: PostgresSettings) throws -> [String] {
+        try withSession(settings) { session in
+            var sql = SQLBuilder()
+            let result = try session.run(sql.query("SELECT datname::text FROM pg_database WHERE starts_with(datname::text, \(sql.text(prefix))) ORDER BY 1"))
+            return try result.rows.map { try $0.decode(String.self) }
+        }
+    }
+
+    private static func withSession<T>(_ settings: PostgresSettings, _ body: (PGSession) throws -> T) throws -> T {
+        let pool = try PGPool(settings: settings)
+        defer { pool.close() }
+        let session = try pool.acquire()
+        do {
+            let value = try body(session)
+            pool.release(session)
+            return value
+        } catch {
+            pool.release(session, broken: true)
+            throw error
+        }
+    }
+}
