@@ -50,7 +50,7 @@ let package = Package(
         .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory", "DepotSQLite", "DepotJSONFile", "DepotGDBM", "DepotSync"], swiftSettings: settings),
         .executableTarget(
             name: "DepotCLI",
-            dependencies: ["Depot", "DepotServer", "DepotBench", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Depot", "DepotPostgres", "DepotServer", "DepotBench", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Logging", package: "swift-log")],
             swiftSettings: settings
         ),
         // The SQLite driver, over libsqlite3 from the system (apt: libsqlite3-dev).
@@ -100,7 +100,7 @@ let package = Package(
             swiftSettings: settings
         ),
         // Commits transactions until killed; the crash tests of every driver run it.
-        .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot"], swiftSettings: settings),
+        .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot", "DepotPostgres"], swiftSettings: settings),
         // End-to-end tests of `depot` (they run the built executable).
         .testTarget(name: "DepotCLITests", dependencies: ["Depot", "DepotCLI", "DepotConformance"], swiftSettings: settings),
         // The engine of `depot bench` (workloads, raw baselines, report, chart).

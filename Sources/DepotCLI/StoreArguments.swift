@@ -64,7 +64,7 @@ enum StoreArguments {
         } catch let error as DepotError {
             throw CLIFailure.usage(error.message, "write SCHEME:PATH, for example sqlite:app.db, json:data.json or memory:")
         }
-        let schemes = DriverRegistry.standard.schemes
+        let schemes = DriverRegistry.cli.schemes
         guard schemes.contains(location.scheme) else {
             throw CLIFailure.usage(
                 "no driver for '\(location.scheme):' in this build",
@@ -74,7 +74,7 @@ enum StoreArguments {
             throw CLIFailure.failed("no store at \(location.description)", "check the path; 'depot load' and 'depot copy' create stores")
         }
         context.logger.debug("opening \(location.description)")
-        return try await Store.open(string)
+        return try await Store.open(string, registry: .cli)
     }
 
     /// `true` when the location's path names a local file or directory.

@@ -21,7 +21,7 @@ public enum PostgresAdmin {
     /// The names of the server's databases that start with `prefix`.
     public static func databases(prefixed prefix: String, on settings: PostgresSettings) throws -> [String] {
         try withSession(settings) { session in
-            var sql = SQLBuilder()
+            let sql = SQLBuilder()
             let result = try session.run(sql.query("SELECT datname::text FROM pg_database WHERE starts_with(datname::text, \(sql.text(prefix))) ORDER BY 1"))
             return try result.rows.map { try $0.decode(String.self) }
         }
@@ -38,6 +38,23 @@ public enum PostgresAdmin {
         } catch {
             pool.release(session, broken: true)
             throw error
+        }
+    }
+}
+
+extension PostgresAdmin {
+    /// Ends every other session connected to `database` (`pg_terminate_backend`): how the
+    /// fault tests drop a driver's connections in the middle of a transaction.
+    /// - Returns: how many sessions were ended.
+    @discardableResult
+    public static func terminateSessions(of database: String, on settings: PostgresSettings) throws -> Int {
+        try withSession(settings) { session in
+            let sql = SQLBuilder()
+            let result = try session.run(sql.query(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = \(sql.text(database)) AND pid <> pg_backend_pid()"
+            ))
+            guard let row = result.rows.first else { return 0 }
+            return Int(try row.decode(Int64.self))
         }
     }
 }

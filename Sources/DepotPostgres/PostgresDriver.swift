@@ -29,13 +29,15 @@ public final class PostgresDriver: StorageDriver {
     /// `"postgres"`.
     public let backendName = "postgres"
     /// Everything: persistence, transactions, snapshot reads, unique constraints, assigned
-    /// ids, streaming (a server-side cursor) and several processes on one database.
-    public var capabilities: DriverCapabilities { .complete }
+    /// ids, streaming (a server-side cursor), several processes on one database, and
+    /// change events from other processes (LISTEN/NOTIFY, ``deliverChanges(to:)``).
+    public var capabilities: DriverCapabilities { DriverCapabilities.complete.union(.crossProcessChanges) }
 
     /// Where the store is and how the driver behaves; its description hides the password.
     public let settings: PostgresSettings
 
     let pool: PGPool
+    let feed: PostgresChangeFeed
     private let readers: BlockingExecutor
     private let writer: BlockingExecutor
     /// One write transaction at a time in this driver (other processes are kept apart by
@@ -52,6 +54,7 @@ public final class PostgresDriver: StorageDriver {
     public init(settings: PostgresSettings) async throws {
         self.settings = settings
         self.pool = try PGPool(settings: settings)
+        self.feed = PostgresChangeFeed(pool: pool, schema: settings.schema)
         readers = BlockingExecutor(name: "depot.pg.read", workers: settings.poolSize, closedMessage: "The PostgreSQL store is closed.")
         writer = BlockingExecutor(name: "depot.pg.write", closedMessage: "The PostgreSQL store is closed.")
         do {
@@ -76,9 +79,22 @@ public final class PostgresDriver: StorageDriver {
     public static func register(in registry: inout DriverRegistry) {
         registry.register("postgres") { location in try await PostgresDriver(location) }
         registry.register("postgresql") { location in try await PostgresDriver(location) }
+        registry.onOpen { store in (store.driver as? PostgresDriver)?.deliverChanges(to: store) }
     }
 
+    /// Delivers the commits other processes (other drivers on the same schema) make to
+    /// `store`'s ``Store/changes()`` and read caches, through LISTEN/NOTIFY on a connection
+    /// of its own. Stores opened through a registry the driver was registered in get it
+    /// automatically. Commits made while the listening connection is down are not heard.
+    public func deliverChanges(to store: Store) {
+        feed.attach(store)
+    }
+
+    /// `true` once the change listener has subscribed (after ``deliverChanges(to:)``).
+    public var isListeningForChanges: Bool { feed.listening.load(ordering: .acquiring) }
+
     deinit {
+        feed.stop()
         readers.stop()
         writer.stop()
         pool.close()
@@ -177,6 +193,7 @@ public final class PostgresDriver: StorageDriver {
                 let value = try body(tx)
                 tx.isOpen = false
                 if let failure = tx.retryable { throw failure }
+                if writable { try tx.notify(feed) }
                 let commit = try session.run("COMMIT")
                 guard commit.metadata.command == "COMMIT" else {
                     throw DepotError(.internal, "PostgreSQL rolled the transaction back at COMMIT after an error inside it.")
@@ -200,7 +217,7 @@ public final class PostgresDriver: StorageDriver {
                     do { try session.run("ROLLBACK") } catch { broken = true }
                 }
                 pool.release(session, broken: broken)
-                let retryable = tx.retryable ?? depotError.flatMap { e in PostgresErrors.state(of: e).map(PostgresErrors.isRetryable) == true ? e : nil }
+                let retryable = tx.retryable ?? depotError.flatMap { PostgresErrors.isRetryable($0) ? $0 : nil }
                 guard let retryable, !lost else { throw error }
                 metaCache.withLock { $0.removeAll() }
                 guard attempt < attempts else {
@@ -255,6 +272,7 @@ public final class PostgresDriver: StorageDriver {
     /// Closes the connections and stops the driver's threads. Later calls throw `.closed`.
     public func close() async throws {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        feed.stop()
         pool.close()
         readers.stop()
         writer.stop()
@@ -266,7 +284,7 @@ extension PostgresTransaction {
     func missingTables(schema: String) throws -> [String] {
         var problems: [String] = []
         for name in try collectionNames() {
-            var sql = SQLBuilder()
+            let sql = SQLBuilder()
             let result = try session.run(sql.query("SELECT to_regclass(\(sql.text(PostgresSQL.quote(schema) + "." + PostgresSQL.quote(name.rawValue)))) IS NOT NULL"))
             if let row = result.rows.first, try row.decode(Bool.self) == false { problems.append("collection \(name) has no table") }
         }

@@ -6,6 +6,15 @@ import PostgresNIO
 /// text, never the store string or the password (postgres-nio's own error text hides
 /// everything, so the server's fields are read one by one).
 enum PostgresErrors {
+    /// `true` for a failure worth running the transaction again for: its SQLSTATE, or a
+    /// unique violation in PostgreSQL's own catalogs (two processes created the same table
+    /// at once: `pg_type_typname_nsp_index`).
+    static func isRetryable(_ error: DepotError) -> Bool {
+        guard let state = state(of: error) else { return false }
+        if state == "23505", constraintName(of: error)?.hasPrefix("pg_") == true { return true }
+        return isRetryable(state)
+    }
+
     /// `true` for SQLSTATEs worth running the transaction again for.
     static func isRetryable(_ state: String) -> Bool {
         switch state {

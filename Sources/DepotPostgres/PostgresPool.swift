@@ -145,6 +145,16 @@ final class PGPool: @unchecked Sendable {
         }
     }
 
+    /// A connection of its own, outside the pool's limit (the change listener's).
+    func connectDedicated() async throws -> PostgresConnection {
+        do {
+            return try await PostgresConnection.connect(
+                on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: 0, logger: logger)
+        } catch {
+            throw PostgresErrors.map(error)
+        }
+    }
+
     /// Gives a connection back; `broken` (or a closed connection) closes it instead.
     func release(_ session: PGSession, broken: Bool = false) {
         condition.lock()

@@ -19,7 +19,7 @@ struct CollectionMeta: Sendable {
 /// SQL `NULL`), so `NOT` is an exact complement. Every value is bound.
 struct PostgresQueryTranslator {
     let meta: CollectionMeta
-    var sql = SQLBuilder()
+    let sql: SQLBuilder
 
     init(meta: CollectionMeta, builder: SQLBuilder = SQLBuilder()) {
         self.meta = meta

@@ -42,12 +42,15 @@ enum PostgresSQL {
     }
 }
 
-/// SQL text and its bound values, built together so that `$n` always matches.
-struct SQLBuilder {
+/// SQL text and its bound values, built together so that `$n` always matches. A class, so
+/// that `sql.query("… \(sql.text(x)) …")` sees the values bound while its text was built.
+final class SQLBuilder {
     var bindings = PostgresBindings()
 
+    init() {}
+
     /// Binds `bytes` as `bytea` and returns its placeholder.
-    mutating func bytes(_ bytes: [UInt8]) -> String {
+    func bytes(_ bytes: [UInt8]) -> String {
         var buffer = ByteBuffer()
         buffer.writeBytes(bytes)
         bindings.append(buffer)
@@ -55,25 +58,25 @@ struct SQLBuilder {
     }
 
     /// Binds an integer as `bigint`.
-    mutating func int(_ value: Int64) -> String {
+    func int(_ value: Int64) -> String {
         bindings.append(value)
         return "$\(bindings.count)"
     }
 
     /// Binds text.
-    mutating func text(_ value: String) -> String {
+    func text(_ value: String) -> String {
         bindings.append(value)
         return "$\(bindings.count)"
     }
 
     /// Binds text or `NULL`.
-    mutating func optionalText(_ value: String?) -> String {
+    func optionalText(_ value: String?) -> String {
         if let value { bindings.append(value) } else { bindings.appendNull() }
         return "$\(bindings.count)"
     }
 
     /// Binds a record id as `bigint` or `text`.
-    mutating func id(_ id: RecordID) -> String {
+    func id(_ id: RecordID) -> String {
         switch id {
         case .int(let i): int(i)
         case .string(let s): text(s)

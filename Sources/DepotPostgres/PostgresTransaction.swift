@@ -14,6 +14,8 @@ final class PostgresTransaction: WriteTransaction {
     /// Collections whose catalog entry this transaction read from the server.
     private var loaded: [CollectionName: CollectionMeta] = [:]
     var isOpen = true
+    /// The record changes made, for the change feed (``PostgresChangeFeed``).
+    private(set) var events: [ChangeEvent] = []
     /// The first failure that another run of the transaction may not meet (a serialization
     /// failure, or a catalog another process changed): the driver runs the closure again.
     private(set) var retryable: DepotError?
@@ -50,7 +52,7 @@ final class PostgresTransaction: WriteTransaction {
     private func run(_ sql: String) throws -> PostgresQueryResult { try run(PostgresQuery(unsafeSQL: sql)) }
 
     private func note(_ error: DepotError) {
-        if let state = PostgresErrors.state(of: error), PostgresErrors.isRetryable(state), retryable == nil { retryable = error }
+        if PostgresErrors.isRetryable(error), retryable == nil { retryable = error }
         if PostgresErrors.isConnectionLost(error) { connectionLost = true }
     }
 
@@ -89,7 +91,7 @@ final class PostgresTransaction: WriteTransaction {
     }
 
     private func loadMeta(_ name: CollectionName) throws -> CollectionMeta? {
-        var sql = SQLBuilder()
+        let sql = SQLBuilder()
         let nameBind = sql.text(name.rawValue)
         let regclass = sql.text(table(name))
         let result = try run(sql.query("""
@@ -138,7 +140,7 @@ final class PostgresTransaction: WriteTransaction {
         let idType = idKind == .int ? "bigint" : "text COLLATE \"C\""
         try run("CREATE TABLE \(table(name)) (\"id\" \(idType) PRIMARY KEY, \(PostgresSQL.quote(PostgresSQL.doublesColumn)) text)")
         let schema = CollectionSchema(name: name, idKind: idKind)
-        var sql = SQLBuilder()
+        let sql = SQLBuilder()
         try run(sql.query("INSERT INTO \(catalog) (name, id_kind, definition) VALUES (\(sql.text(name.rawValue)), \(sql.text(idKind.rawValue)), \(sql.text(try definitionText(schema))))"))
         let meta = CollectionMeta(idKind: idKind, columns: [], schema: schema)
         changed[name] = meta
@@ -175,7 +177,7 @@ final class PostgresTransaction: WriteTransaction {
     func get(_ id: RecordID, from collection: CollectionName) throws -> Record? {
         try checkOpen()
         guard let meta = try meta(collection), meta.idKind == id.kind else { return nil }
-        var sql = SQLBuilder()
+        let sql = SQLBuilder()
         let result = try run(sql.query("SELECT * FROM \(table(collection)) WHERE \"id\" = \(sql.id(id))"))
         guard let row = result.rows.first else { return nil }
         return try decode(row, idKind: meta.idKind, collection: collection)
@@ -195,6 +197,15 @@ final class PostgresTransaction: WriteTransaction {
 
     /// Runs `query` through a server-side cursor, handing each record to `body` a batch at a
     /// time, so memory stays bounded (``PostgresDriver/stream(_:from:)``).
+    /// Announces the transaction's changes to other processes; delivered only if it commits.
+    func notify(_ feed: PostgresChangeFeed) throws {
+        guard !events.isEmpty else { return }
+        for payload in feed.payloads(events) {
+            let sql = SQLBuilder()
+            try run(sql.query("SELECT pg_notify(\(sql.text(feed.channel)), \(sql.text(payload)))"))
+        }
+    }
+
     func forEachStreamed(_ query: Query, in collection: CollectionName, batch: Int, _ body: (Record) throws -> Bool) throws {
         try checkOpen()
         try query.validate()
@@ -341,7 +352,7 @@ final class PostgresTransaction: WriteTransaction {
                 }
             }
             meta.schema = CollectionSchema(name: name, idKind: meta.idKind, uniqueConstraints: schema.uniqueConstraints, indexes: schema.indexes)
-            var sql = SQLBuilder()
+            let sql = SQLBuilder()
             try run(sql.query("UPDATE \(catalog) SET definition = \(sql.text(try definitionText(meta.schema))) WHERE name = \(sql.text(name.rawValue))"))
             changed[name] = meta
         }
@@ -352,7 +363,7 @@ final class PostgresTransaction: WriteTransaction {
         try checkWritable()
         guard try meta(collection, fresh: true) != nil else { return false }
         try run("DROP TABLE IF EXISTS \(table(collection))")
-        var sql = SQLBuilder()
+        let sql = SQLBuilder()
         try run(sql.query("DELETE FROM \(catalog) WHERE name = \(sql.text(collection.rawValue))"))
         changed[collection] = .some(nil)
         return true
@@ -360,6 +371,12 @@ final class PostgresTransaction: WriteTransaction {
 
     @discardableResult
     func write(_ record: Record, as mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
+        let outcome = try writeRecord(record, as: mode, into: collection)
+        events.append(ChangeEvent(collection: collection, kind: outcome == .inserted ? .inserted : .updated, id: record.id))
+        return outcome
+    }
+
+    private func writeRecord(_ record: Record, as mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
         try checkWritable()
         // An update or save sets every other column to NULL: it needs every column, so it
         // reads the catalog entry once per transaction (another process may have added one).
@@ -381,7 +398,7 @@ final class PostgresTransaction: WriteTransaction {
         }
         let present = record.fields.filter { !$0.value.isNull }
         try addColumns(collection, &meta, present.keys)
-        var sql = SQLBuilder()
+        let sql = SQLBuilder()
         let idBind = sql.id(record.id)
         var names: [String] = []
         var values: [String] = []
@@ -445,9 +462,11 @@ final class PostgresTransaction: WriteTransaction {
     func delete(_ id: RecordID, from collection: CollectionName) throws -> Bool {
         try checkWritable()
         guard let meta = try meta(collection), meta.idKind == id.kind else { return false }
-        var sql = SQLBuilder()
+        let sql = SQLBuilder()
         let condition = "\"id\" = \(sql.id(id))"
-        return !(try deleting(condition, meta: meta, collection: collection, sql: &sql)).isEmpty
+        let deleted = try deleting(condition, meta: meta, collection: collection, sql: sql)
+        events += deleted.map { ChangeEvent(collection: collection, kind: .deleted, id: $0) }
+        return !deleted.isEmpty
     }
 
     func deleteReturningIDs(matching filter: Filter, from collection: CollectionName) throws -> [RecordID] {
@@ -456,14 +475,16 @@ final class PostgresTransaction: WriteTransaction {
         guard let meta = try metaFor(collection, fields: filter.fieldNames) else { return [] }
         var translator = PostgresQueryTranslator(meta: meta)
         let condition = translator.filter(filter)
-        var sql = translator.sql
-        return try deleting(condition, meta: meta, collection: collection, sql: &sql)
+        let sql = translator.sql
+        let deleted = try deleting(condition, meta: meta, collection: collection, sql: sql)
+        events += deleted.map { ChangeEvent(collection: collection, kind: .deleted, id: $0) }
+        return deleted
     }
 
     /// Deletes the rows matching `condition` and returns their ids in id order. For integer
     /// ids it also raises the catalog's high-water mark to the largest id deleted, so that an
     /// assigned id is never one the collection had (Docs/Semantics.md, "Ids").
-    private func deleting(_ condition: String, meta: CollectionMeta, collection: CollectionName, sql: inout SQLBuilder) throws -> [RecordID] {
+    private func deleting(_ condition: String, meta: CollectionMeta, collection: CollectionName, sql: SQLBuilder) throws -> [RecordID] {
         let t = table(collection)
         let statement: String
         if meta.idKind == .int {
@@ -486,7 +507,7 @@ final class PostgresTransaction: WriteTransaction {
             throw DepotError(.invalidValue, "Collection \(collection) uses string ids; the store assigns only integer ids.", collection: collection.rawValue)
         }
         if try meta(collection) == nil { _ = try create(collection, idKind: .int) }
-        var sql = SQLBuilder()
+        let sql = SQLBuilder()
         let result = try run(sql.query(
             "SELECT GREATEST(high_water, COALESCE((SELECT max(\"id\") FROM \(table(collection))), 0)) FROM \(catalog) WHERE name = \(sql.text(collection.rawValue))"
         ))

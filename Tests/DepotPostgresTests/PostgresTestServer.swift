@@ -62,6 +62,8 @@ enum PostgresTestServer {
             hash = hash &* 0x100_0000_01b3
         }
         settings.schema = "s_" + String(hash, radix: 16)
+        // Checks run in parallel: keep each driver's share of the server's connections small.
+        settings.poolSize = 4
         return settings
     }
 
