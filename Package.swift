@@ -67,13 +67,14 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: settings
         ),
         // Needs a server: DEPOT_TEST_POSTGRES (scripts/test starts one).
-        .testTarget(name: "DepotPostgresTests", dependencies: ["DepotPostgres", "DepotConformance", "DepotCore"], swiftSettings: settings),
+        .testTarget(name: "DepotPostgresTests", dependencies: ["DepotPostgres", "DepotConformance", "DepotCore", "DepotSQLite"], swiftSettings: settings),
         // The JSON-file driver.
         .target(name: "DepotJSONFile", dependencies: ["DepotCore"], swiftSettings: settings),
         .testTarget(name: "DepotJSONFileTests", dependencies: ["DepotJSONFile", "DepotConformance", "DepotMemory"], swiftSettings: settings),

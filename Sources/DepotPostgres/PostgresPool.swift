@@ -1,6 +1,7 @@
 import DepotCore
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -35,9 +36,29 @@ final class PGSession: @unchecked Sendable {
         let future = connection.query(query, logger: logger)
         try drainPending()
         do {
-            return try future.wait()
+            return try wait(future)
         } catch {
             throw PostgresErrors.map(error)
+        }
+    }
+
+    /// Waits for `future`, or for the connection to close: a server stopped with
+    /// `pg_ctl stop -m immediate` can close the connection without the query in flight
+    /// ever failing (seen with postgres-nio 1.33 on a COMMIT), which would hang the caller.
+    private func wait<Value: Sendable>(_ future: EventLoopFuture<Value>) throws -> Value {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = NIOLockedValueBox<Result<Value, any Error>?>(nil)
+        future.whenComplete { result in
+            outcome.withLockedValue { $0 = result }
+            done.signal()
+        }
+        connection.closeFuture.whenComplete { _ in done.signal() }
+        while true {
+            let timedOut = done.wait(timeout: .now() + .seconds(1)) == .timedOut
+            if let result = outcome.withLockedValue({ $0 }) { return try result.get() }
+            if !timedOut || connection.isClosed {
+                throw DepotError(.remote, "The connection to the PostgreSQL server was lost before the statement was answered.")
+            }
         }
     }
 
@@ -52,7 +73,7 @@ final class PGSession: @unchecked Sendable {
         pending.removeAll()
         var first: (any Error)?
         for future in futures {
-            do { _ = try future.wait() } catch { if first == nil { first = error } }
+            do { _ = try wait(future) } catch { if first == nil { first = error } }
         }
         if let first { throw PostgresErrors.map(first) }
     }
@@ -61,7 +82,7 @@ final class PGSession: @unchecked Sendable {
     func discardPending() {
         let futures = pending
         pending.removeAll()
-        for future in futures { _ = try? future.wait() }  // their errors repeat the one being reported
+        for future in futures { _ = try? wait(future) }  // their errors repeat the one being reported
     }
 }
 
