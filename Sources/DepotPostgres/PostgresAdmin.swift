@@ -58,3 +58,25 @@ extension PostgresAdmin {
         }
     }
 }
+
+extension PostgresAdmin {
+    /// Drops schema `name` and everything in it, if it exists (benchmark and test stores).
+    public static func dropSchema(_ name: String, on settings: PostgresSettings) throws {
+        guard PostgresSQL.isPlainIdentifier(name) else { throw DepotError(.invalidName, "A schema name must be a plain identifier.") }
+        _ = try withSession(settings) { session in try session.run("DROP SCHEMA IF EXISTS \(PostgresSQL.quote(name)) CASCADE") }
+    }
+}
+
+extension PostgresSettings {
+    /// The store string of these settings **with the password**, percent-encoded: for
+    /// handing the store to another process or driver. Never log or show it; ``description``
+    /// is the form to show.
+    public var secretStoreString: String {
+        func encode(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "" }
+        let auth = encode(user) + (password.map { ":" + encode($0) } ?? "")
+        let hostText = host.contains(":") ? "[" + host + "]" : host
+        var text = "postgres://\(auth)@\(hostText):\(port)/\(encode(database))?schema=\(schema)&durability=\(durability.rawValue)&sslmode=\(tls.rawValue)"
+        text += "&pool=\(poolSize)&retries=\(attempts - 1)"
+        return text
+    }
+}
