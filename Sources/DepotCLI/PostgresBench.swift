@@ -32,7 +32,11 @@ enum PostgresBench {
 final class PostgresDepotTarget: BenchTarget {
     let engine = "postgres"
     let isBaseline = false
-    var settings: [String: String] { inner?.settings ?? [:] }
+    var settings: [String: String] {
+        ["layout": "one table, id text COLLATE \"C\", one bytea column per field (Docs/PostgresDriver.md)",
+         "synchronous_commit": "on if durability full, off if normal", "isolation": "writes SERIALIZABLE, reads REPEATABLE READ READ ONLY",
+         "api": "Store and Collection, each operation its own transaction"]
+    }
     private let server: PostgresSettings
     private var inner: DepotStoreTarget?
     private var schema = ""
@@ -48,14 +52,7 @@ final class PostgresDepotTarget: BenchTarget {
         let schema = PostgresBench.schema("bench_depot_", directory)
         self.schema = schema
         let server = server
-        inner = try DepotStoreTarget(
-            engine: engine, registry: .cli,
-            settings: [
-                "layout": "one table, id text COLLATE \"C\", one bytea column per field (Docs/PostgresDriver.md)",
-                "synchronous_commit": "on if durability full, off if normal", "isolation": "writes SERIALIZABLE, reads REPEATABLE READ",
-                "server": server.description,
-            ]
-        ) { _, durability in
+        inner = try DepotStoreTarget(engine: engine, registry: .cli, settings: settings) { _, durability in
             var settings = server
             settings.schema = schema
             settings.durability = durability

@@ -193,10 +193,16 @@ public final class PostgresDriver: StorageDriver {
                 let value = try body(tx)
                 tx.isOpen = false
                 if let failure = tx.retryable { throw failure }
-                if writable { try tx.notify(feed) }
-                let commit = try session.run("COMMIT")
-                guard commit.metadata.command == "COMMIT" else {
-                    throw DepotError(.internal, "PostgreSQL rolled the transaction back at COMMIT after an error inside it.")
+                if writable {
+                    try tx.notify(feed)
+                    let commit = try session.run("COMMIT")
+                    guard commit.metadata.command == "COMMIT" else {
+                        throw DepotError(.internal, "PostgreSQL rolled the transaction back at COMMIT after an error inside it.")
+                    }
+                } else {
+                    // A read-only transaction has nothing to make durable: its COMMIT is not
+                    // waited for here; the connection's next statement waits for it first.
+                    session.send("COMMIT")
                 }
                 outcome = .success(value)
             } catch {

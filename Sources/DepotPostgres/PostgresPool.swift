@@ -26,8 +26,11 @@ final class PGSession: @unchecked Sendable {
     var isClosed: Bool { connection.isClosed }
 
     /// Sends a statement without waiting; its failure surfaces at the next ``run(_:)``.
-    func send(_ sql: String) {
-        pending.append(connection.query(PostgresQuery(unsafeSQL: sql), logger: logger))
+    func send(_ sql: String) { send(PostgresQuery(unsafeSQL: sql)) }
+
+    /// Sends a statement with values without waiting.
+    func send(_ query: PostgresQuery) {
+        pending.append(connection.query(query, logger: logger))
     }
 
     /// Runs a statement and waits for all its rows.

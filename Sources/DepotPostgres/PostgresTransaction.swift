@@ -200,9 +200,10 @@ final class PostgresTransaction: WriteTransaction {
     /// Announces the transaction's changes to other processes; delivered only if it commits.
     func notify(_ feed: PostgresChangeFeed) throws {
         guard !events.isEmpty else { return }
+        // Sent without waiting: COMMIT, which follows, waits for them.
         for payload in feed.payloads(events) {
             let sql = SQLBuilder()
-            try run(sql.query("SELECT pg_notify(\(sql.text(feed.channel)), \(sql.text(payload)))"))
+            session.send(sql.query("SELECT pg_notify(\(sql.text(feed.channel)), \(sql.text(payload)))"))
         }
     }
 
@@ -378,9 +379,7 @@ final class PostgresTransaction: WriteTransaction {
 
     private func writeRecord(_ record: Record, as mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
         try checkWritable()
-        // An update or save sets every other column to NULL: it needs every column, so it
-        // reads the catalog entry once per transaction (another process may have added one).
-        guard var meta = try meta(collection, fresh: mode != .insert) else {
+        guard var meta = try meta(collection) else {
             if mode == .update {
                 throw DepotError(.notFound, "No record with id \(record.id) in \(collection).", collection: collection.rawValue, id: record.id)
             }
@@ -390,7 +389,25 @@ final class PostgresTransaction: WriteTransaction {
         return try write(record, as: mode, meta: &meta, into: collection)
     }
 
+    /// An update or save sets every column the record lacks to NULL, so it must know every
+    /// column: its statement also checks that the table has exactly the columns the catalog
+    /// entry lists, and does nothing otherwise (another process added one); then the entry
+    /// is read again and the write runs once more.
     private func write(_ record: Record, as mode: RecordWriteMode, meta: inout CollectionMeta, into collection: CollectionName) throws -> WriteOutcome {
+        if let outcome = try write(record, as: mode, meta: &meta, into: collection, checkingColumns: true) { return outcome }
+        guard var fresh = try self.meta(collection, fresh: true) else {
+            throw DepotError(.notFound, "No record with id \(record.id) in \(collection).", collection: collection.rawValue, id: record.id)
+        }
+        if fresh.columns == meta.columns {
+            if mode == .update { throw DepotError(.notFound, "No record with id \(record.id) in \(collection).", collection: collection.rawValue, id: record.id) }
+        }
+        if let outcome = try write(record, as: mode, meta: &fresh, into: collection, checkingColumns: false) { return outcome }
+        throw DepotError(.notFound, "No record with id \(record.id) in \(collection).", collection: collection.rawValue, id: record.id)
+    }
+
+    /// One attempt of ``write(_:as:meta:into:)``; `nil` when an update found no row or the
+    /// column check failed.
+    private func write(_ record: Record, as mode: RecordWriteMode, meta: inout CollectionMeta, into collection: CollectionName, checkingColumns: Bool) throws -> WriteOutcome? {
         guard record.id.kind == meta.idKind else {
             throw DepotError(
                 .invalidValue, "Collection \(collection) uses \(meta.idKind.rawValue) ids; record \(record.id) has a \(record.id.kind.rawValue) id.",
@@ -413,6 +430,10 @@ final class PostgresTransaction: WriteTransaction {
         let doubles = PostgresSQL.quote(PostgresSQL.doublesColumn)
         let t = table(collection)
         let unique = !meta.schema.uniqueConstraints.isEmpty
+        // The table has the id, the doubles column and the field columns the entry lists.
+        let columnCheck = checkingColumns
+            ? " AND (SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass(\(sql.text(t))) AND attnum > 0 AND NOT attisdropped) = \(sql.int(Int64(meta.columns.count + 2)))"
+            : ""
         let statement: String
         switch mode {
         case .insert:
@@ -421,12 +442,12 @@ final class PostgresTransaction: WriteTransaction {
             var sets = ["\(doubles) = \(doublesBind)"]
             for (n, v) in zip(names, values) { sets.append("\(n) = \(v)") }
             for column in meta.columns.sorted() where present[column] == nil { sets.append("\(PostgresSQL.quote(column)) = NULL") }
-            statement = "UPDATE \(t) SET " + sets.joined(separator: ", ") + " WHERE \"id\" = \(idBind) RETURNING 1"
+            statement = "UPDATE \(t) SET " + sets.joined(separator: ", ") + " WHERE \"id\" = \(idBind)\(columnCheck) RETURNING 1"
         case .save:
             var sets = ["\(doubles) = EXCLUDED.\(doubles)"]
             for n in names { sets.append("\(n) = EXCLUDED.\(n)") }
             for column in meta.columns.sorted() where present[column] == nil { sets.append("\(PostgresSQL.quote(column)) = NULL") }
-            statement = "INSERT INTO \(t) (\"id\", \(doubles)\(names.map { ", " + $0 }.joined())) VALUES (\(idBind), \(doublesBind)\(values.map { ", " + $0 }.joined())) ON CONFLICT (\"id\") DO UPDATE SET " + sets.joined(separator: ", ") + " RETURNING (xmax = 0)"
+            statement = "INSERT INTO \(t) (\"id\", \(doubles)\(names.map { ", " + $0 }.joined())) VALUES (\(idBind), \(doublesBind)\(values.map { ", " + $0 }.joined())) ON CONFLICT (\"id\") DO UPDATE SET " + sets.joined(separator: ", ") + (checkingColumns ? " WHERE TRUE" + columnCheck : "") + " RETURNING (xmax = 0)"
         }
         let query = sql.query(statement)
         let result: PostgresQueryResult
@@ -448,12 +469,9 @@ final class PostgresTransaction: WriteTransaction {
             }
             return .inserted
         case .update:
-            guard !result.rows.isEmpty else {
-                throw DepotError(.notFound, "No record with id \(record.id) in \(collection).", collection: collection.rawValue, id: record.id)
-            }
-            return .updated
+            return result.rows.isEmpty ? nil : .updated
         case .save:
-            guard let row = result.rows.first else { throw DepotError(.internal, "An upsert returned no row.") }
+            guard let row = result.rows.first else { return nil }
             return try row.decode(Bool.self) ? .inserted : .updated
         }
     }
