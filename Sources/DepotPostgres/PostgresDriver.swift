@@ -234,8 +234,10 @@ public final class PostgresDriver: StorageDriver {
                 }
                 attempt += 1
                 if writable { retryCount.add(1, ordering: .relaxed) }
-                // Back off a little, more each time, so that two processes stop meeting.
-                usleep(UInt32.random(in: 1_000...5_000) * UInt32(min(attempt, 10)))
+                // Back off a random time that doubles with each attempt (up to 100 ms), so that
+                // two writers that keep meeting stop meeting.
+                let ceiling = min(100_000, 1_000 << min(attempt, 10))
+                usleep(UInt32.random(in: 500...UInt32(ceiling)))
             }
         }
     }

@@ -57,7 +57,7 @@ final class PGSession: @unchecked Sendable {
         }
         connection.closeFuture.whenComplete { _ in done.signal() }
         while true {
-            let timedOut = done.wait(timeout: .now() + .seconds(1)) == .timedOut
+            let timedOut = done.wait(timeout: .now() + .milliseconds(100)) == .timedOut
             if let result = outcome.withLockedValue({ $0 }) { return try result.get() }
             if !timedOut || connection.isClosed {
                 throw DepotError(.remote, "The connection to the PostgreSQL server was lost before the statement was answered.")
