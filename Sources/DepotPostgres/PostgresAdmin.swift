@@ -3,6 +3,9 @@ import Foundation
 
 /// Creating and dropping whole databases on a server: what test runs use for a throwaway
 /// database each (Docs/PostgresDriver.md, "Tests").
+///
+/// Every function opens a connection of its own and **blocks the calling thread** until the
+/// server answers: call them from a plain thread or a test, not from an event loop.
 public enum PostgresAdmin {
     /// Creates database `name` on the server `settings` names (logging in to its database).
     /// - Throws: `.invalidName` for a name that is not a plain identifier, `.remote` and the
