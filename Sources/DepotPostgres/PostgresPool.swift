@@ -37,17 +37,23 @@ final class PGSession: @unchecked Sendable {
     /// - Throws: the driver's mapping of the server's error (``PostgresErrors``).
     func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
         let future = connection.query(query, logger: logger)
+        // The server answers in order: once this statement is answered, the statements
+        // sent before it are too, so waiting for it first costs one wake-up, not one each.
+        let result: Result<PostgresQueryResult, any Error>
+        do { result = .success(try wait(future)) } catch { result = .failure(error) }
+        // An earlier statement's failure (a BEGIN, a SAVEPOINT) is the one to report.
         try drainPending()
         do {
-            return try wait(future)
+            return try result.get()
         } catch {
             throw PostgresErrors.map(error)
         }
     }
 
-    /// Waits for `future`, or for the connection to close: a server stopped with
-    /// `pg_ctl stop -m immediate` can close the connection without the query in flight
-    /// ever failing (seen with postgres-nio 1.33 on a COMMIT), which would hang the caller.
+    /// Waits for `future`, or for the connection to close (checked every 100 ms): a server
+    /// stopped with `pg_ctl stop -m immediate` can close the connection without the query in
+    /// flight ever failing (seen with postgres-nio 1.33 on a COMMIT), which would hang the
+    /// caller.
     private func wait<Value: Sendable>(_ future: EventLoopFuture<Value>) throws -> Value {
         let done = DispatchSemaphore(value: 0)
         let outcome = NIOLockedValueBox<Result<Value, any Error>?>(nil)
@@ -55,11 +61,12 @@ final class PGSession: @unchecked Sendable {
             outcome.withLockedValue { $0 = result }
             done.signal()
         }
-        connection.closeFuture.whenComplete { _ in done.signal() }
         while true {
             let timedOut = done.wait(timeout: .now() + .milliseconds(100)) == .timedOut
             if let result = outcome.withLockedValue({ $0 }) { return try result.get() }
-            if !timedOut || connection.isClosed {
+            if timedOut && connection.isClosed {
+                // One last look: the answer may have come with the close.
+                if let result = outcome.withLockedValue({ $0 }) { return try result.get() }
                 throw DepotError(.remote, "The connection to the PostgreSQL server was lost before the statement was answered.")
             }
         }
