@@ -21,6 +21,9 @@ let package = Package(
         .library(name: "DepotBench", targets: ["DepotBench"]),
         // The @Model macro (Docs/Models.md); the only product that builds swift-syntax.
         .library(name: "DepotModel", targets: ["DepotModel"]),
+        // The PostgreSQL driver (Docs/PostgresDriver.md): its own product so that the embedded
+        // drivers never pull in NIO and postgres-nio.
+        .library(name: "DepotPostgres", targets: ["DepotPostgres"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -32,6 +35,9 @@ let package = Package(
         // The @Model macro only (DepotModelMacrosCore): no other target may depend on it, so
         // `swift build --product depot` never builds it.
         .package(url: "https://github.com/swiftlang/swift-syntax", "600.0.0"..<"604.0.0"),
+        // DepotPostgres only.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.25.0"),
     ],
     targets: [
         // Values, errors, queries, the StorageDriver protocol and the public API. No I/O.
@@ -44,7 +50,7 @@ let package = Package(
         .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory", "DepotSQLite", "DepotJSONFile", "DepotGDBM", "DepotSync"], swiftSettings: settings),
         .executableTarget(
             name: "DepotCLI",
-            dependencies: ["Depot", "DepotServer", "DepotBench", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Depot", "DepotPostgres", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOPosix", package: "swift-nio"), "DepotServer", "DepotBench", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Logging", package: "swift-log")],
             swiftSettings: settings
         ),
         // The SQLite driver, over libsqlite3 from the system (apt: libsqlite3-dev).
@@ -62,6 +68,22 @@ let package = Package(
             dependencies: ["DepotSQLite", "DepotConformance", "DepotCore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: settings
         ),
+        // The PostgreSQL driver over postgres-nio; not in the `Depot` umbrella (Docs/PostgresDriver.md).
+        .target(
+            name: "DepotPostgres",
+            dependencies: [
+                "DepotCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: settings
+        ),
+        // Needs a server: DEPOT_TEST_POSTGRES (scripts/test starts one).
+        .testTarget(name: "DepotPostgresTests", dependencies: ["DepotPostgres", "DepotConformance", "DepotCore", "DepotSQLite"], swiftSettings: settings),
         // The JSON-file driver.
         .target(name: "DepotJSONFile", dependencies: ["DepotCore"], swiftSettings: settings),
         .testTarget(name: "DepotJSONFileTests", dependencies: ["DepotJSONFile", "DepotConformance", "DepotMemory"], swiftSettings: settings),
@@ -88,7 +110,7 @@ let package = Package(
             swiftSettings: settings
         ),
         // Commits transactions until killed; the crash tests of every driver run it.
-        .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot"], swiftSettings: settings),
+        .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot", "DepotPostgres"], swiftSettings: settings),
         // A small app on Depot (Examples/README.md), built with the package and run by ExampleAppTests.
         .executableTarget(name: "Bookshelf", dependencies: ["Depot"], path: "Examples/Bookshelf", swiftSettings: settings),
         // End-to-end tests of `depot` (they run the built executable).

@@ -11,6 +11,9 @@ import DepotCore
 public struct BenchOptions: Sendable, Hashable {
     /// Engines to measure, as in `--drivers`: `sqlite`, `gdbm`, `json`, `memory`.
     public var drivers: [String] = ["sqlite", "gdbm", "json", "memory"]
+    /// Engines whose targets the caller supplies (``runBench(_:external:output:)``), for
+    /// drivers outside the `Depot` module: `postgres` from `depot bench --postgres URL`.
+    public var externalDrivers: Set<String> = []
     /// Rounds; every target runs every workload once per round, targets interleaved.
     public var rounds = 5
     /// Records loaded before the workloads (YCSB's `recordcount`).
@@ -101,7 +104,7 @@ public struct BenchOptions: Sendable, Hashable {
     /// Checks the values.
     /// - Throws: ``BenchError`` naming the bad option.
     public func validate() throws {
-        let known: Set<String> = ["sqlite", "gdbm", "json", "memory"]
+        let known: Set<String> = Set(["sqlite", "gdbm", "json", "memory"]).union(externalDrivers)
         guard !drivers.isEmpty else { throw BenchError("--drivers names no driver.") }
         for driver in drivers where !known.contains(driver) {
             throw BenchError("Unknown driver '\(driver)' in --drivers; known: \(known.sorted().joined(separator: ", ")).")

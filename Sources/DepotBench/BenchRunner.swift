@@ -21,6 +21,12 @@ import Darwin
 /// - Throws: ``BenchError`` for bad options; a driver's ``DepotError``; file errors
 ///   writing the JSON or the chart.
 public func runBench(_ options: BenchOptions, output: (String) -> Void) async throws -> BenchReport {
+    try await runBench(options, external: [:], output: output)
+}
+
+/// ``runBench(_:output:)`` with engines whose Depot and raw targets the caller makes
+/// (their names also in ``BenchOptions/externalDrivers``): `depot bench --drivers postgres`.
+public func runBench(_ options: BenchOptions, external: [String: () throws -> [any BenchTarget]], output: (String) -> Void) async throws -> BenchReport {
     try options.validate()
     let options = options.effective
     let base = try makeBenchDirectory(options.directory)
@@ -32,6 +38,11 @@ public func runBench(_ options: BenchOptions, output: (String) -> Void) async th
     // The typed-model targets of each engine (Record, Codable, @Model, raw where there is one).
     var modelGroups: [String: [any ModelBenchTarget]] = [:]
     for engine in options.drivers {
+        if let make = external[engine] {
+            pairs.append((engine, recordWorkloads ? try make() : []))
+            if modelWorkloads { output("skipping the typed-model workloads on \(engine)") }
+            continue
+        }
         guard let depot = try DepotStoreTarget.standard(engine) else { continue }
         guard DriverRegistry.standard.schemes.contains(engine) else {
             output("skipping \(engine): this build of depot has no \(engine) driver")

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Depot
 import DepotBench
+import DepotPostgres
 import Foundation
 
 extension BenchCommand {
@@ -34,6 +35,20 @@ extension BenchCommand {
         if let executable = Bundle.main.executablePath {
             options.streamingCommand = [executable, "bench", "--stream-store"]
         }
+        var external: [String: () throws -> [any BenchTarget]] = [:]
+        options.externalDrivers = ["postgres"]
+        if options.drivers.contains("postgres") {
+            guard let postgres else {
+                throw CLIFailure.usage("--drivers postgres needs a server", "add --postgres postgres://user@host/database")
+            }
+            let server: PostgresSettings
+            do {
+                server = try PostgresSettings(StoreLocation(postgres))
+            } catch let error as DepotError {
+                throw CLIFailure.usage(error.message, "write --postgres postgres://user[:password]@host[:port]/database")
+            }
+            external["postgres"] = { try PostgresBench.targets(server: server) }
+        }
         do {
             try options.validate()
         } catch let error as BenchError {
@@ -41,7 +56,7 @@ extension BenchCommand {
         }
         let quiet = context.quiet
         do {
-            let report = try await DepotBench.runBench(options) { line in
+            let report = try await DepotBench.runBench(options, external: external) { line in
                 // The table (and its notes) is data: standard output. Progress: standard error.
                 if line.hasPrefix("round ") || line.hasPrefix("streaming check, ") && line.contains("loading") || line.hasPrefix("depot bench:") || line.hasPrefix("skipping ") || line.hasPrefix("warning:") {
                     if !quiet { Console.stderr(line + "\n") }

@@ -20,6 +20,7 @@ struct BenchCommand: DepotSubcommand {
 
             Example:
               depot bench --quick --drivers sqlite,gdbm --json bench.json --chart bench.svg
+              depot bench --drivers postgres --postgres postgres://me@127.0.0.1/benchdb
             """
     )
 
@@ -49,6 +50,9 @@ struct BenchCommand: DepotSubcommand {
 
     @Option(help: ArgumentHelp("Records in the streaming check (0 skips it).", valueName: "N"))
     var streaming = 1_000_000
+
+    @Option(help: ArgumentHelp("The PostgreSQL server for --drivers postgres: a postgres:// URL whose role may create schemas in its database.", valueName: "URL"))
+    var postgres: String?
 
     @Flag(help: "A smoke run that finishes in under a minute.")
     var quick = false

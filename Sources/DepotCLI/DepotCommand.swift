@@ -14,7 +14,7 @@ struct DepotCommand: AsyncParsableCommand {
         abstract: "Open any Depot store by its store string: tour, inspect, load, dump, query, sql, copy, check.",
         discussion: """
             A STORE is a store string: memory:, sqlite:PATH, gdbm:PATH, json:PATH (the drivers \
-            in this build: \(DriverRegistry.standard.schemes.map { $0 + ":" }.joined(separator: ", "))). \
+            in this build: \(DriverRegistry.cli.schemes.map { $0 + ":" }.joined(separator: ", "))). \
             When STORE is left out, the DEPOT_STORE environment variable names it.
 
             Data goes to standard output as JSON Lines: one record per line, an object with its \

@@ -76,7 +76,7 @@ enum StoreArguments {
         } catch let error as DepotError {
             throw CLIFailure.usage(error.message, "write SCHEME:PATH, for example sqlite:app.db, json:data.json or memory:")
         }
-        let schemes = DriverRegistry.standard.schemes
+        let schemes = DriverRegistry.cli.schemes
         guard schemes.contains(location.scheme) else {
             throw CLIFailure.usage(
                 "no driver for '\(location.scheme):' in this build",
@@ -94,7 +94,7 @@ enum StoreArguments {
         let trace = !mustExist && local ? NewStoreTrace(scheme: location.scheme, path: onDisk.path) : nil
         context.logger.debug("opening \(location.description)")
         do {
-            return (try await Store.open(string), trace)
+            return (try await Store.open(string, registry: .cli), trace)
         } catch {
             trace?.removeCreated(context)
             throw error

@@ -95,13 +95,17 @@ public struct DriverCapabilities: OptionSet, Hashable, Sendable, CustomStringCon
     /// is complete without it.
     public static let rawSQL = DriverCapabilities(rawValue: 1 << 7)
 
+    /// Commits made by other processes reach ``Store/changes()`` and the read caches
+    /// (PostgreSQL: LISTEN/NOTIFY). Not part of ``complete``: only a server driver can have it.
+    public static let crossProcessChanges = DriverCapabilities(rawValue: 1 << 8)
+
     /// Everything a complete driver offers, persistence included.
     public static let complete: DriverCapabilities = [.persistence, .transactions, .snapshotReads, .uniqueConstraints, .assignedIDs, .streaming, .multiProcess]
 
     static let names: [(DriverCapabilities, String)] = [
         (.persistence, "persistence"), (.transactions, "transactions"), (.snapshotReads, "snapshotReads"),
         (.uniqueConstraints, "uniqueConstraints"), (.assignedIDs, "assignedIDs"), (.streaming, "streaming"),
-        (.multiProcess, "multiProcess"), (.rawSQL, "rawSQL"),
+        (.multiProcess, "multiProcess"), (.rawSQL, "rawSQL"), (.crossProcessChanges, "crossProcessChanges"),
     ]
 
     /// The capabilities' names, comma-separated (`"persistence, transactions"`).

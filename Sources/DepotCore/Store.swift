@@ -173,7 +173,8 @@ public final class Store: Sendable {
     // MARK: Observation
 
     /// Every committed write transaction of this process, as a batch of changes.
-    /// Ending the loop ends the subscription. Writes by other processes are not seen.
+    /// Ending the loop ends the subscription. Writes by other processes are seen only on a
+    /// driver with ``DriverCapabilities/crossProcessChanges`` (PostgreSQL).
     public func changes() -> AsyncStream<ChangeBatch> {
         let (stream, continuation) = AsyncStream<ChangeBatch>.makeStream(bufferingPolicy: .unbounded)
         let id = UUID()
@@ -184,7 +185,10 @@ public final class Store: Sendable {
         return stream
     }
 
-    func publish(_ batch: ChangeBatch) {
+    /// Hands a committed batch to the subscribers of ``changes()`` and the read caches (also
+    /// what a driver with ``DriverCapabilities/crossProcessChanges`` calls for other
+    /// processes' commits).
+    package func publish(_ batch: ChangeBatch) {
         let live = caches.withLock { caches in
             caches = caches.filter { $0.value.cache != nil }
             return caches.values.compactMap(\.cache)
@@ -262,6 +266,8 @@ public struct ChangeEvent: Hashable, Sendable {
 public struct ChangeBatch: Sendable, Hashable {
     /// The changes, in the order the transaction made them.
     public var changes: [ChangeEvent]
+    /// A batch of these changes (drivers that hear other processes' commits make them).
+    package init(changes: [ChangeEvent]) { self.changes = changes }
     /// The collections the transaction changed.
     public var collections: Set<CollectionName> { Set(changes.map(\.collection)) }
 }

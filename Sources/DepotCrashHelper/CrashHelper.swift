@@ -7,6 +7,7 @@
 // n % 7 == 0 it also deletes accounts[n-5] and ledger[n-5]. A test kills it with SIGKILL
 // and checks the store with `CrashTrials.verify`.
 import Depot
+import DepotPostgres
 import Foundation
 
 @main
@@ -21,7 +22,9 @@ struct CrashHelper {
             exit(2)
         }
         do {
-            let driver = try await DriverRegistry.standard.makeDriver(arguments[1])
+            var registry = DriverRegistry.standard
+            PostgresDriver.register(in: &registry)
+            let driver = try await registry.makeDriver(arguments[1])
             try await run(driver, seed: seed)
         } catch {
             FileHandle.standardError.write(Data("depot-crash-helper: \(String(reflecting: error))\n".utf8))

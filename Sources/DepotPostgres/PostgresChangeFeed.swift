@@ -1,0 +1,122 @@
+import DepotCore
+import Foundation
+import NIOCore
+import PostgresNIO
+import Synchronization
+
+/// Change events across processes through LISTEN/NOTIFY (Docs/PostgresDriver.md, "Change
+/// events across processes"): each committed write transaction that changed records sends
+/// `pg_notify` inside the transaction (so only commits are heard), and every store on the
+/// same schema listens on one dedicated connection and publishes what other drivers
+/// committed to ``Store/changes()`` and the store's read caches.
+final class PostgresChangeFeed: @unchecked Sendable {
+    // @unchecked: `stores` and `task` are guarded by `lock`; the rest is immutable.
+    /// This driver's mark in its notifications, so that it ignores its own.
+    let origin = UUID().uuidString
+    /// The channel: one per schema (notifications are already per database).
+    let channel: String
+    private let pool: PGPool
+    private let lock = NSLock()
+    private var stores: [WeakStore] = []
+    private var task: Task<Void, Never>?
+    /// Set once the first LISTEN has succeeded (tests wait for it).
+    let listening = Atomic<Bool>(false)
+
+    struct WeakStore {
+        weak var store: Store?
+    }
+
+    /// The most bytes of one notification's payload (the server's limit is 8000).
+    static let payloadLimit = 7000
+
+    init(pool: PGPool, schema: String) {
+        self.pool = pool
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in schema.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        channel = "depot_changes_" + String(hash, radix: 16)
+    }
+
+    /// Starts delivering other processes' commits to `store`.
+    func attach(_ store: Store) {
+        lock.withLock {
+            stores.removeAll { $0.store == nil }
+            stores.append(WeakStore(store: store))
+            if task == nil { task = Task.detached { [self] in await listen() } }
+        }
+    }
+
+    func stop() {
+        let running = lock.withLock { () -> Task<Void, Never>? in
+            defer { task = nil }
+            return task
+        }
+        running?.cancel()
+    }
+
+    private func listen() async {
+        while !Task.isCancelled {
+            do {
+                let connection = try await pool.connectDedicated()
+                let context = connection.addListener(channel: channel) { [weak self] _, message in
+                    self?.deliver(message.payload)
+                }
+                _ = try await connection.query(PostgresQuery(unsafeSQL: "LISTEN " + PostgresSQL.quote(channel)), logger: pool.logger).get()
+                listening.store(true, ordering: .releasing)
+                await withTaskCancellationHandler {
+                    _ = try? await connection.closeFuture.get()  // ends when the connection does, whatever the reason
+                } onCancel: {
+                    context.stop()
+                    connection.close().whenComplete { _ in }  // cancelled: nobody waits for the close
+                }
+            } catch {
+                // The server is away: try again shortly (notifications sent meanwhile are lost;
+                // Docs/PostgresDriver.md says so).
+            }
+            if Task.isCancelled { return }
+            try? await Task.sleep(for: .milliseconds(500))  // cancelled: the loop condition ends it
+        }
+    }
+
+    private func deliver(_ payload: String) {
+        guard let value = try? JSONText.parse(payload),  // not Depot's: another program on the channel
+            case .object(let object) = value, case .string(let from)? = object["o"], from != origin,
+            case .array(let items)? = object["c"]
+        else { return }
+        var events: [ChangeEvent] = []
+        for item in items {
+            guard case .array(let parts) = item, parts.count == 3, case .string(let collection) = parts[0], case .string(let kind) = parts[1],
+                let name = try? CollectionName(validating: collection), let kind = ChangeEvent.Kind(rawValue: kind), let id = RecordID(parts[2])
+            else { continue }
+            events.append(ChangeEvent(collection: name, kind: kind, id: id))
+        }
+        guard !events.isEmpty else { return }
+        let batch = ChangeBatch(changes: events)
+        let live = lock.withLock { stores.compactMap(\.store) }
+        for store in live { store.publish(batch) }
+    }
+
+    /// The payloads announcing `events`, each under the server's size limit.
+    func payloads(_ events: [ChangeEvent]) -> [String] {
+        var out: [String] = []
+        var current: [FieldValue] = []
+        var size = 0
+        func flush() {
+            guard !current.isEmpty else { return }
+            out.append(JSONText.serialize(.object(["o": .string(origin), "c": .array(current)])))
+            current.removeAll()
+            size = 0
+        }
+        for event in events {
+            let item = FieldValue.array([.string(event.collection.rawValue), .string(event.kind.rawValue), event.id.fieldValue])
+            let itemSize = JSONText.serialize(item).utf8.count + 1
+            if size + itemSize > Self.payloadLimit - 80 { flush() }
+            current.append(item)
+            size += itemSize
+        }
+        flush()
+        return out
+    }
+}

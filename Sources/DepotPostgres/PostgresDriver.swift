@@ -1,0 +1,301 @@
+import DepotCore
+import Foundation
+import NIOCore
+import NIOPosix
+import PostgresNIO
+import Synchronization
+
+/// A driver over a PostgreSQL server (postgres-nio), for stores that several processes
+/// share: one table per collection in the store's schema, one `bytea` column per top-level
+/// field, every query pushed down to SQL with the exact semantics of ``QueryEvaluator``.
+/// Docs/PostgresDriver.md describes the layout, the query translation, transactions,
+/// durability, connections, errors and limits.
+///
+/// - Writes run at `SERIALIZABLE`, one at a time per driver. A serialization failure (another
+///   process wrote what this transaction read) rolls back and **runs the closure again**, up
+///   to ``PostgresSettings/attempts`` times, then throws `.conflict`: write closures must not
+///   have side effects outside the transaction. Reads run at `REPEATABLE READ READ ONLY`, one
+///   snapshot per closure.
+/// - Transaction closures run on the caller's thread (``readBlocking(_:)``,
+///   ``writeBlocking(_:)``) or on the driver's own threads (``read(_:)``, ``write(_:)``),
+///   which wait for postgres-nio's futures; never on an event loop or the cooperative pool.
+/// - Durability `full` is `synchronous_commit = on`; `normal` is `off`.
+///
+/// ```swift
+/// let driver = try await PostgresDriver(StoreLocation("postgres://app@127.0.0.1/appdb"))
+/// try await driver.write { tx in try tx.insert(Record(id: 1, fields: ["n": 1]), into: users) }
+/// ```
+public final class PostgresDriver: StorageDriver {
+    /// `"postgres"`.
+    public let backendName = "postgres"
+    /// Everything: persistence, transactions, snapshot reads, unique constraints, assigned
+    /// ids, streaming (a server-side cursor), several processes on one database, and
+    /// change events from other processes (LISTEN/NOTIFY, ``deliverChanges(to:)``).
+    public var capabilities: DriverCapabilities { DriverCapabilities.complete.union(.crossProcessChanges) }
+
+    /// Where the store is and how the driver behaves; its description hides the password.
+    public let settings: PostgresSettings
+
+    let pool: PGPool
+    let feed: PostgresChangeFeed
+    private let readers: BlockingExecutor
+    private let writer: BlockingExecutor
+    /// One write transaction at a time in this driver (other processes are kept apart by
+    /// `SERIALIZABLE`).
+    private let writeLock = NSLock()
+    private let metaCache = Mutex<[CollectionName: CollectionMeta]>([:])
+    private let closed = Atomic<Bool>(false)
+    /// How many write transactions were run again after a serialization failure.
+    private let retryCount = Atomic<Int>(0)
+
+    /// Connects to the server and creates the schema and Depot's catalog table if missing.
+    /// - Throws: `.remote` when the server cannot be reached or refuses the login,
+    ///   `.invalidStore` for a database that does not exist.
+    public init(settings: PostgresSettings) async throws {
+        self.settings = settings
+        self.pool = try PGPool(settings: settings)
+        self.feed = PostgresChangeFeed(pool: pool, schema: settings.schema)
+        readers = BlockingExecutor(name: "depot.pg.read", workers: settings.poolSize, closedMessage: "The PostgreSQL store is closed.")
+        writer = BlockingExecutor(name: "depot.pg.write", closedMessage: "The PostgreSQL store is closed.")
+        do {
+            try await writer.run { [self] in try self.setUp() }
+        } catch {
+            pool.close()
+            readers.stop()
+            writer.stop()
+            throw error
+        }
+    }
+
+    /// Opens the store a parsed `postgres:` or `postgresql:` store string names.
+    /// - Throws: `.invalidStore` for a malformed string or an unknown option, and what
+    ///   ``init(settings:)`` throws.
+    public convenience init(_ location: StoreLocation) async throws {
+        try await self.init(settings: PostgresSettings(location))
+    }
+
+    /// Registers the `postgres` and `postgresql` schemes:
+    /// `postgres://user[:password]@host[:port]/database?schema=&durability=&sslmode=&pool=&retries=`.
+    public static func register(in registry: inout DriverRegistry) {
+        registry.register("postgres") { location in try await PostgresDriver(location) }
+        registry.register("postgresql") { location in try await PostgresDriver(location) }
+        registry.onOpen { store in (store.driver as? PostgresDriver)?.deliverChanges(to: store) }
+    }
+
+    /// Delivers the commits other processes (other drivers on the same schema) make to
+    /// `store`'s ``Store/changes()`` and read caches, through LISTEN/NOTIFY on a connection
+    /// of its own. Stores opened through a registry the driver was registered in get it
+    /// automatically. Commits made while the listening connection is down are not heard.
+    public func deliverChanges(to store: Store) {
+        feed.attach(store)
+    }
+
+    /// `true` once the change listener has subscribed (after ``deliverChanges(to:)``).
+    public var isListeningForChanges: Bool { feed.listening.load(ordering: .acquiring) }
+
+    deinit {
+        feed.stop()
+        readers.stop()
+        writer.stop()
+        pool.close()
+    }
+
+    private func setUp() throws {
+        let schema = PostgresSQL.quote(settings.schema)
+        let catalog = schema + "." + PostgresSQL.quote(PostgresSQL.catalogTable)
+        // Two processes opening a new store at once may both try to create the catalog.
+        for attempt in 1...5 {
+            let session = try pool.acquire()
+            do {
+                let encoding = try session.run("SHOW server_encoding")
+                guard let row = encoding.rows.first, try row.decode(String.self) == "UTF8" else {
+                    pool.release(session)
+                    throw DepotError(.invalidStore, "The PostgreSQL database must use the UTF8 encoding.")
+                }
+                try session.run("BEGIN")
+                try session.run("CREATE SCHEMA IF NOT EXISTS \(schema)")
+                try session.run("""
+                    CREATE TABLE IF NOT EXISTS \(catalog) (name text COLLATE "C" PRIMARY KEY, id_kind text NOT NULL, \
+                    definition text NOT NULL, high_water bigint NOT NULL DEFAULT 0)
+                    """)
+                try session.run("COMMIT")
+                pool.release(session)
+                return
+            } catch let error as DepotError {
+                let lost = PostgresErrors.isConnectionLost(error)
+                if !lost { _ = try? session.run("ROLLBACK") }  // the error being thrown is the one to report
+                pool.release(session, broken: lost)
+                let state = PostgresErrors.state(of: error)
+                guard attempt < 5, state == "23505" || state == "42P07" || state == "40001" else { throw error }
+            }
+        }
+    }
+
+    // MARK: Catalog cache
+
+    func cachedMeta(_ name: CollectionName) -> CollectionMeta? { metaCache.withLock { $0[name] } }
+    func cache(_ name: CollectionName, _ meta: CollectionMeta) { metaCache.withLock { $0[name] = meta } }
+
+    /// How many write transactions ran again after a serialization failure since the driver
+    /// opened (for tests and `depot info`).
+    public var serializationRetries: Int { retryCount.load(ordering: .relaxed) }
+
+    // MARK: Transactions
+
+    /// Runs `body` at REPEATABLE READ READ ONLY on a pooled connection, on this thread.
+    /// - Throws: what `body` throws, `.closed`, `.remote` when the connection is lost.
+    public func readBlocking<T>(_ body: (any ReadTransaction) throws -> T) throws -> T {
+        try transaction(writable: false, attempts: settings.attempts) { tx in try body(tx) }
+    }
+
+    /// Runs `body` at SERIALIZABLE on a pooled connection, on this thread, one writer at a
+    /// time per driver. **The closure may run more than once**: after a serialization failure
+    /// the transaction is rolled back and run again, up to ``PostgresSettings/attempts``
+    /// times, then `.conflict` is thrown.
+    /// - Throws: what `body` throws, `.conflict`, `.closed`, `.remote`.
+    @discardableResult
+    public func writeBlocking<T>(_ body: (any WriteTransaction) throws -> T) throws -> T {
+        try transaction(writable: true, attempts: settings.attempts) { tx in try body(tx) }
+    }
+
+    /// Runs `body` on one of the driver's read threads (``readBlocking(_:)``).
+    public func read<T: Sendable>(_ body: @escaping @Sendable (any ReadTransaction) throws -> T) async throws -> T {
+        guard !closed.load(ordering: .acquiring) else { throw DepotError(.closed, "The PostgreSQL store is closed.") }
+        return try await readers.run { [self] in try self.readBlocking(body) }
+    }
+
+    /// Runs `body` on the driver's write thread (``writeBlocking(_:)``; the closure may run
+    /// more than once).
+    @discardableResult
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any WriteTransaction) throws -> T) async throws -> T {
+        guard !closed.load(ordering: .acquiring) else { throw DepotError(.closed, "The PostgreSQL store is closed.") }
+        return try await writer.run { [self] in try self.writeBlocking(body) }
+    }
+
+    /// The one transaction loop: begin, run, commit; roll back on a throw; run again after a
+    /// failure another run may not meet.
+    func transaction<T>(writable: Bool, attempts: Int, _ body: (PostgresTransaction) throws -> T) throws -> T {
+        guard !closed.load(ordering: .acquiring) else { throw DepotError(.closed, "The PostgreSQL store is closed.") }
+        // Blocking an event loop thread would deadlock the connections it serves.
+        if MultiThreadedEventLoopGroup.currentEventLoop != nil {
+            let executor = writable ? writer : readers
+            return try executor.runBlocking(nonEscaping: { try self.transaction(writable: writable, attempts: attempts, body) })
+        }
+        if writable { writeLock.lock() }
+        defer { if writable { writeLock.unlock() } }
+        var attempt = 1
+        while true {
+            let session = try pool.acquire()
+            session.send(writable ? "BEGIN ISOLATION LEVEL SERIALIZABLE" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            let tx = PostgresTransaction(driver: self, session: session, writable: writable)
+            let outcome: Result<T, any Error>
+            do {
+                let value = try body(tx)
+                tx.isOpen = false
+                if let failure = tx.retryable { throw failure }
+                if writable {
+                    try tx.notify(feed)
+                    let commit = try session.run("COMMIT")
+                    guard commit.metadata.command == "COMMIT" else {
+                        throw DepotError(.internal, "PostgreSQL rolled the transaction back at COMMIT after an error inside it.")
+                    }
+                } else {
+                    // A read-only transaction has nothing to make durable: its COMMIT is not
+                    // waited for here; the connection's next statement waits for it first.
+                    session.send("COMMIT")
+                }
+                outcome = .success(value)
+            } catch {
+                tx.isOpen = false
+                outcome = .failure(error)
+            }
+            switch outcome {
+            case .success(let value):
+                pool.release(session)
+                if writable { publish(tx.changed) }
+                return value
+            case .failure(let error):
+                let depotError = error as? DepotError
+                let lost = tx.connectionLost || depotError.map(PostgresErrors.isConnectionLost) == true
+                var broken = lost
+                if !lost {
+                    session.discardPending()
+                    do { try session.run("ROLLBACK") } catch { broken = true }
+                }
+                pool.release(session, broken: broken)
+                let retryable = tx.retryable ?? depotError.flatMap { PostgresErrors.isRetryable($0) ? $0 : nil }
+                guard let retryable, !lost else { throw error }
+                metaCache.withLock { $0.removeAll() }
+                guard attempt < attempts else {
+                    throw DepotError(
+                        .conflict,
+                        "The transaction met a serialization failure or a concurrent catalog change \(attempts) times and was given up; run it again.",
+                        cause: retryable)
+                }
+                attempt += 1
+                if writable { retryCount.add(1, ordering: .relaxed) }
+                // Back off a random time that doubles with each attempt (up to 100 ms), so that
+                // two writers that keep meeting stop meeting.
+                let ceiling = min(100_000, 1_000 << min(attempt, 10))
+                usleep(UInt32.random(in: 500...UInt32(ceiling)))
+            }
+        }
+    }
+
+    private func publish(_ changed: [CollectionName: CollectionMeta?]) {
+        guard !changed.isEmpty else { return }
+        metaCache.withLock { cache in
+            for (name, meta) in changed { cache[name] = meta }
+        }
+    }
+
+    // MARK: Streaming
+
+    /// Streams through a server-side cursor in one read transaction, 256 rows at a time, so
+    /// memory stays bounded whatever the result's size.
+    public func stream(_ query: Query, from collection: CollectionName) -> RecordStream {
+        do { try query.validate() } catch { return RecordStream(failing: DepotError.wrap(error)) }
+        return RecordStream(bufferSize: 256) { [self] sink in
+            guard !closed.load(ordering: .acquiring) else { throw DepotError(.closed, "The PostgreSQL store is closed.") }
+            try await readers.run { [self] in
+                // One attempt: records already handed out cannot be taken back.
+                try transaction(writable: false, attempts: 1) { tx in
+                    try tx.forEachStreamed(query, in: collection, batch: 256) { record in
+                        try sink.send(record)
+                        return true
+                    }
+                }
+            }
+        }
+    }
+
+    /// Checks that every collection in the catalog has its table.
+    public func integrityCheck() async throws -> [String] {
+        try await read { [self] tx in
+            guard let tx = tx as? PostgresTransaction else { return [] }
+            return try tx.missingTables(schema: settings.schema)
+        }
+    }
+
+    /// Closes the connections and stops the driver's threads. Later calls throw `.closed`.
+    public func close() async throws {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        feed.stop()
+        pool.close()
+        readers.stop()
+        writer.stop()
+    }
+}
+
+extension PostgresTransaction {
+    /// Catalog entries without a table.
+    func missingTables(schema: String) throws -> [String] {
+        var problems: [String] = []
+        for name in try collectionNames() {
+            let sql = SQLBuilder()
+            let result = try session.run(sql.query("SELECT to_regclass(\(sql.text(PostgresSQL.quote(schema) + "." + PostgresSQL.quote(name.rawValue)))) IS NOT NULL"))
+            if let row = result.rows.first, try row.decode(Bool.self) == false { problems.append("collection \(name) has no table") }
+        }
+        return problems
+    }
+}

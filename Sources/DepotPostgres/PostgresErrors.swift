@@ -1,0 +1,95 @@
+import DepotCore
+import PostgresNIO
+
+/// The one place where PostgreSQL and postgres-nio errors become ``DepotError``s
+/// (Docs/PostgresDriver.md, "Errors"). Messages carry the SQLSTATE and the server's message
+/// text, never the store string or the password (postgres-nio's own error text hides
+/// everything, so the server's fields are read one by one).
+enum PostgresErrors {
+    /// `true` for a failure worth running the transaction again for: its SQLSTATE, or a
+    /// unique violation in PostgreSQL's own catalogs (two processes created the same table
+    /// at once: `pg_type_typname_nsp_index`).
+    static func isRetryable(_ error: DepotError) -> Bool {
+        guard let state = state(of: error) else { return false }
+        if state == "23505", constraintName(of: error)?.hasPrefix("pg_") == true { return true }
+        return isRetryable(state)
+    }
+
+    /// `true` for SQLSTATEs worth running the transaction again for.
+    static func isRetryable(_ state: String) -> Bool {
+        switch state {
+        case "40001", "40P01": return true
+        // undefined_table / undefined_column: this process's catalog cache is older than
+        // a change another process committed; duplicate_table / unique violation in the
+        // system catalogs: two processes created the same collection at once.
+        case "42P01", "42703", "42P07": return true
+        default: return false
+        }
+    }
+
+    /// Maps any error from postgres-nio. A ``DepotError`` passes through.
+    static func map(_ error: any Error) -> DepotError {
+        if let error = error as? DepotError { return error }
+        guard let psql = error as? PSQLError else {
+            return DepotError(.remote, "The PostgreSQL connection failed (\(type(of: error))).", cause: DepotError.wrap(error))
+        }
+        let cause = DepotError(.remote, "postgres-nio: \(psql.code)")
+        if let info = psql.serverInfo {
+            let state = info[.sqlState] ?? "?????"
+            let message = info[.message] ?? "no message"
+            let text = "PostgreSQL error \(state): \(message)"
+            let code: DepotError.Code
+            switch state {
+            case "40001", "40P01": code = .conflict
+            case "23505": code = .uniqueViolation
+            case "55P03", "57014": code = .locked
+            case "28000", "28P01": code = .remote
+            case "3D000": code = .invalidStore
+            case "42P01", "42703", "42P07": code = .conflict
+            case "53100": code = .io
+            case "XX001", "XX002": code = .corrupted
+            default:
+                code = state.hasPrefix("08") || state.hasPrefix("57") || state.hasPrefix("53") ? .remote : .internal
+            }
+            return DepotError(code, text, cause: PSQLErrorBox(state: state, constraint: info[.constraintName], underlying: cause))
+        }
+        switch psql.code {
+        case .serverClosedConnection, .connectionError, .uncleanShutdown, .clientClosedConnection:
+            return DepotError(.remote, "The connection to the PostgreSQL server was lost (\(psql.code)).", cause: cause)
+        case .sslUnsupported, .failedToAddSSLHandler:
+            return DepotError(.remote, "The PostgreSQL server does not accept TLS, which the store string asks for (\(psql.code)).", cause: cause)
+        default:
+            return DepotError(.remote, "The PostgreSQL connection failed (\(psql.code)).", cause: cause)
+        }
+    }
+
+    /// `true` when the connection can no longer be used.
+    static func isConnectionLost(_ error: DepotError) -> Bool {
+        error.code == .remote && state(of: error) == nil
+    }
+}
+
+/// A server error's SQLSTATE and constraint, kept as the cause of the ``DepotError`` made
+/// from it (the server's whole error is not kept: its detail may quote record values).
+struct PSQLErrorBox: Error, Sendable, CustomStringConvertible {
+    let state: String
+    let constraint: String?
+    let underlying: DepotError
+    var description: String { "SQLSTATE \(state)" }
+}
+
+extension PostgresErrors {
+    /// The SQLSTATE of an error this file made.
+    static func state(of error: any Error) -> String? {
+        if let box = error as? PSQLErrorBox { return box.state }
+        if let error = error as? DepotError, let cause = error.cause { return state(of: cause) }
+        return nil
+    }
+
+    /// The constraint named by an error this file made.
+    static func constraintName(of error: any Error) -> String? {
+        if let box = error as? PSQLErrorBox { return box.constraint }
+        if let error = error as? DepotError, let cause = error.cause { return constraintName(of: cause) }
+        return nil
+    }
+}

@@ -1,0 +1,215 @@
+import DepotCore
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import NIOSSL
+import PostgresNIO
+
+/// One server connection used by one transaction at a time, from a thread that may block
+/// (never an event loop, never the cooperative pool): every call waits for its future.
+final class PGSession: @unchecked Sendable {
+    // @unchecked: a session belongs to one transaction at a time (the pool hands it out
+    // under its lock); `connection` is immutable and thread-safe itself.
+    let connection: PostgresConnection
+    let logger: Logger
+    /// Futures sent without waiting (BEGIN, SAVEPOINT, RELEASE): checked before the next
+    /// result is trusted, so an error in one is never lost.
+    private var pending: [EventLoopFuture<PostgresQueryResult>] = []
+
+    init(connection: PostgresConnection, logger: Logger) {
+        self.connection = connection
+        self.logger = logger
+    }
+
+    var isClosed: Bool { connection.isClosed }
+
+    /// Sends a statement without waiting; its failure surfaces at the next ``run(_:)``.
+    func send(_ sql: String) { send(PostgresQuery(unsafeSQL: sql)) }
+
+    /// Sends a statement with values without waiting.
+    func send(_ query: PostgresQuery) {
+        pending.append(connection.query(query, logger: logger))
+    }
+
+    /// Runs a statement and waits for all its rows.
+    /// - Throws: the driver's mapping of the server's error (``PostgresErrors``).
+    func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
+        let future = connection.query(query, logger: logger)
+        // The server answers in order: once this statement is answered, the statements
+        // sent before it are too, so waiting for it first costs one wake-up, not one each.
+        let result: Result<PostgresQueryResult, any Error>
+        do { result = .success(try wait(future)) } catch { result = .failure(error) }
+        // An earlier statement's failure (a BEGIN, a SAVEPOINT) is the one to report.
+        try drainPending()
+        do {
+            return try result.get()
+        } catch {
+            throw PostgresErrors.map(error)
+        }
+    }
+
+    /// Waits for `future`, or for the connection to close (checked every 100 ms): a server
+    /// stopped with `pg_ctl stop -m immediate` can close the connection without the query in
+    /// flight ever failing (seen with postgres-nio 1.33 on a COMMIT), which would hang the
+    /// caller.
+    private func wait<Value: Sendable>(_ future: EventLoopFuture<Value>) throws -> Value {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = NIOLockedValueBox<Result<Value, any Error>?>(nil)
+        future.whenComplete { result in
+            outcome.withLockedValue { $0 = result }
+            done.signal()
+        }
+        while true {
+            let timedOut = done.wait(timeout: .now() + .milliseconds(100)) == .timedOut
+            if let result = outcome.withLockedValue({ $0 }) { return try result.get() }
+            if timedOut && connection.isClosed {
+                // One last look: the answer may have come with the close.
+                if let result = outcome.withLockedValue({ $0 }) { return try result.get() }
+                throw DepotError(.remote, "The connection to the PostgreSQL server was lost before the statement was answered.")
+            }
+        }
+    }
+
+    /// Runs a statement given as text with no values.
+    @discardableResult
+    func run(_ sql: String) throws -> PostgresQueryResult { try run(PostgresQuery(unsafeSQL: sql)) }
+
+    /// Waits for the statements sent without waiting.
+    func drainPending() throws {
+        guard !pending.isEmpty else { return }
+        let futures = pending
+        pending.removeAll()
+        var first: (any Error)?
+        for future in futures {
+            do { _ = try wait(future) } catch { if first == nil { first = error } }
+        }
+        if let first { throw PostgresErrors.map(first) }
+    }
+
+    /// Forgets statements sent without waiting (after a failure that ends the transaction).
+    func discardPending() {
+        let futures = pending
+        pending.removeAll()
+        for future in futures { _ = try? wait(future) }  // their errors repeat the one being reported
+    }
+}
+
+/// A bounded pool of connections for blocking callers (Docs/PostgresDriver.md,
+/// "Connections"): a caller takes an idle connection, opens a new one below the limit, or
+/// waits. A connection that broke is closed and forgotten, so the pool recovers by opening
+/// a new one on the next demand.
+final class PGPool: @unchecked Sendable {
+    // @unchecked: every var is read and written with `condition` locked.
+    let settings: PostgresSettings
+    private let configuration: PostgresConnection.Configuration
+    private let condition = NSCondition()
+    private var idle: [PGSession] = []
+    private var open = 0
+    private var closed = false
+    private var nextID = 1
+    let logger: Logger
+
+    init(settings: PostgresSettings) throws {
+        self.settings = settings
+        var tls = PostgresConnection.Configuration.TLS.disable
+        switch settings.tls {
+        case .disable: break
+        case .prefer, .require:
+            let context: NIOSSLContext
+            do { context = try NIOSSLContext(configuration: .makeClientConfiguration()) } catch {
+                throw DepotError(.invalidStore, "TLS could not be set up for the PostgreSQL connection.", cause: DepotError.wrap(error))
+            }
+            tls = settings.tls == .require ? .require(context) : .prefer(context)
+        }
+        var configuration = PostgresConnection.Configuration(
+            host: settings.host, port: settings.port, username: settings.user, password: settings.password, database: settings.database, tls: tls
+        )
+        configuration.options.additionalStartupParameters = [
+            ("synchronous_commit", settings.durability == .full ? "on" : "off"),
+            ("application_name", "depot"),
+            ("client_min_messages", "warning"),
+        ]
+        configuration.options.connectTimeout = .seconds(10)
+        self.configuration = configuration
+        var logger = Logger(label: "depot.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger.logLevel = .critical
+        self.logger = logger
+    }
+
+    /// Takes a connection, opening one if none is idle and the limit allows, else waiting.
+    /// - Throws: `.closed` after ``close()``, `.remote` when the server cannot be reached.
+    func acquire() throws -> PGSession {
+        condition.lock()
+        while true {
+            if closed {
+                condition.unlock()
+                throw DepotError(.closed, "The PostgreSQL store is closed.")
+            }
+            while let session = idle.popLast() {
+                if session.isClosed {
+                    open -= 1
+                    continue
+                }
+                condition.unlock()
+                return session
+            }
+            if open < settings.poolSize { break }
+            condition.wait()
+        }
+        open += 1
+        let id = nextID
+        nextID += 1
+        condition.unlock()
+        do {
+            let connection = try PostgresConnection.connect(
+                on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: id, logger: logger
+            ).wait()
+            return PGSession(connection: connection, logger: logger)
+        } catch {
+            condition.lock()
+            open -= 1
+            condition.signal()
+            condition.unlock()
+            throw PostgresErrors.map(error)
+        }
+    }
+
+    /// A connection of its own, outside the pool's limit (the change listener's).
+    func connectDedicated() async throws -> PostgresConnection {
+        do {
+            return try await PostgresConnection.connect(
+                on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: 0, logger: logger)
+        } catch {
+            throw PostgresErrors.map(error)
+        }
+    }
+
+    /// Gives a connection back; `broken` (or a closed connection) closes it instead.
+    func release(_ session: PGSession, broken: Bool = false) {
+        condition.lock()
+        if broken || closed || session.isClosed {
+            open -= 1
+            condition.signal()
+            condition.unlock()
+            _ = try? session.connection.close().wait()  // a broken connection may fail to close cleanly
+            return
+        }
+        idle.append(session)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Closes the idle connections; connections in use close when they come back.
+    func close() {
+        condition.lock()
+        closed = true
+        let sessions = idle
+        idle.removeAll()
+        open -= sessions.count
+        condition.broadcast()
+        condition.unlock()
+        for session in sessions { _ = try? session.connection.close().wait() }  // closing: nothing to report to
+    }
+}

@@ -1,0 +1,541 @@
+import DepotCore
+import Foundation
+import NIOCore
+import PostgresNIO
+
+/// A read or write transaction on one pooled connection (Docs/PostgresDriver.md,
+/// "Transactions"). Valid only inside the closure it was given to.
+final class PostgresTransaction: WriteTransaction {
+    private let driver: PostgresDriver
+    let session: PGSession
+    let writable: Bool
+    /// The catalog as this transaction changed it (a `nil` value: dropped here).
+    private(set) var changed: [CollectionName: CollectionMeta?] = [:]
+    /// Collections whose catalog entry this transaction read from the server.
+    private var loaded: [CollectionName: CollectionMeta] = [:]
+    var isOpen = true
+    /// The record changes made, for the change feed (``PostgresChangeFeed``).
+    private(set) var events: [ChangeEvent] = []
+    /// The first failure that another run of the transaction may not meet (a serialization
+    /// failure, or a catalog another process changed): the driver runs the closure again.
+    private(set) var retryable: DepotError?
+    /// Set when the connection broke: it goes back to the pool closed.
+    private(set) var connectionLost = false
+
+    private var schemaName: String { PostgresSQL.quote(driver.settings.schema) }
+    private var catalog: String { schemaName + "." + PostgresSQL.quote(PostgresSQL.catalogTable) }
+
+    init(driver: PostgresDriver, session: PGSession, writable: Bool) {
+        self.driver = driver
+        self.session = session
+        self.writable = writable
+    }
+
+    private func table(_ name: CollectionName) -> String { schemaName + "." + PostgresSQL.quote(name.rawValue) }
+
+    private func checkOpen() throws {
+        guard isOpen else { throw DepotError(.closed, "The transaction has ended; use it only inside its closure.") }
+    }
+
+    /// Runs a statement, noting failures that decide what happens to the transaction.
+    @discardableResult
+    private func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
+        do {
+            return try session.run(query)
+        } catch let error as DepotError {
+            note(error)
+            throw error
+        }
+    }
+
+    @discardableResult
+    private func run(_ sql: String) throws -> PostgresQueryResult { try run(PostgresQuery(unsafeSQL: sql)) }
+
+    private func note(_ error: DepotError) {
+        if PostgresErrors.isRetryable(error), retryable == nil { retryable = error }
+        if PostgresErrors.isConnectionLost(error) { connectionLost = true }
+    }
+
+    /// Runs `body` inside a savepoint, so that an error the caller may catch (a unique
+    /// violation) leaves the transaction usable, as the contract asks.
+    private func guarded<T>(_ body: () throws -> T) throws -> T {
+        session.send("SAVEPOINT depot_statement")
+        do {
+            let result = try body()
+            session.send("RELEASE SAVEPOINT depot_statement")
+            return result
+        } catch {
+            if retryable == nil, !connectionLost {
+                try run("ROLLBACK TO SAVEPOINT depot_statement")
+                session.send("RELEASE SAVEPOINT depot_statement")
+            }
+            throw error
+        }
+    }
+
+    // MARK: Catalog
+
+    /// The collection's catalog entry: as this transaction changed it, else the driver's
+    /// cache, else read from the server. `fresh` reads it from the server once per
+    /// transaction (another process may have added a column).
+    func meta(_ name: CollectionName, fresh: Bool = false) throws -> CollectionMeta? {
+        if let entry = changed[name] { return entry }
+        if let entry = loaded[name] { return entry }
+        if !fresh, let cached = driver.cachedMeta(name) { return cached }
+        let meta = try loadMeta(name)
+        if let meta {
+            loaded[name] = meta
+            driver.cache(name, meta)
+        }
+        return meta
+    }
+
+    private func loadMeta(_ name: CollectionName) throws -> CollectionMeta? {
+        let sql = SQLBuilder()
+        let nameBind = sql.text(name.rawValue)
+        let regclass = sql.text(table(name))
+        let result = try run(sql.query("""
+            SELECT c.id_kind, c.definition, ARRAY(SELECT a.attname::text FROM pg_attribute a \
+            WHERE a.attrelid = to_regclass(\(regclass)) AND a.attnum > 0 AND NOT a.attisdropped) \
+            FROM \(catalog) c WHERE c.name = \(nameBind)
+            """))
+        guard let row = result.rows.first else { return nil }
+        let (kindText, definition, columns) = try row.decode((String, String, [String]).self)
+        guard let kind = IDKind(rawValue: kindText) else { throw DepotError(.corrupted, "The catalog entry of \(name) has an unknown id kind.") }
+        let stored: StoredDefinition
+        do { stored = try JSONDecoder().decode(StoredDefinition.self, from: Data(definition.utf8)) } catch {
+            throw DepotError(.corrupted, "The catalog entry of \(name) is not Depot's.", collection: name.rawValue, cause: DepotError.wrap(error))
+        }
+        let fields = Set(columns).subtracting(["id", PostgresSQL.doublesColumn])
+        return CollectionMeta(
+            idKind: kind, columns: fields,
+            schema: CollectionSchema(name: name, idKind: kind, uniqueConstraints: stored.unique, indexes: stored.indexes)
+        )
+    }
+
+    /// The query needs columns the cached entry does not list: read the entry again.
+    private func metaFor(_ name: CollectionName, fields: Set<String>) throws -> CollectionMeta? {
+        guard let meta = try meta(name) else { return nil }
+        let wanted = fields.subtracting(["id"])
+        if wanted.isSubset(of: meta.columns) || loaded[name] != nil || changed[name] != nil { return meta }
+        return try self.meta(name, fresh: true)
+    }
+
+    struct StoredDefinition: Codable {
+        var unique: [UniqueConstraint]
+        var indexes: [IndexDefinition]
+    }
+
+    private func definitionText(_ schema: CollectionSchema) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let data: Data
+        do { data = try encoder.encode(StoredDefinition(unique: schema.uniqueConstraints, indexes: schema.indexes)) } catch {
+            throw DepotError(.internal, "A collection definition could not be encoded.", cause: DepotError.wrap(error))
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    private func create(_ name: CollectionName, idKind: IDKind) throws -> CollectionMeta {
+        let idType = idKind == .int ? "bigint" : "text COLLATE \"C\""
+        try run("CREATE TABLE \(table(name)) (\"id\" \(idType) PRIMARY KEY, \(PostgresSQL.quote(PostgresSQL.doublesColumn)) text)")
+        let schema = CollectionSchema(name: name, idKind: idKind)
+        let sql = SQLBuilder()
+        try run(sql.query("INSERT INTO \(catalog) (name, id_kind, definition) VALUES (\(sql.text(name.rawValue)), \(sql.text(idKind.rawValue)), \(sql.text(try definitionText(schema))))"))
+        let meta = CollectionMeta(idKind: idKind, columns: [], schema: schema)
+        changed[name] = meta
+        return meta
+    }
+
+    private func addColumns(_ name: CollectionName, _ meta: inout CollectionMeta, _ fields: some Sequence<String>) throws {
+        let missing = fields.filter { !meta.columns.contains($0) }.sorted()
+        guard !missing.isEmpty else { return }
+        let clauses = missing.map { "ADD COLUMN IF NOT EXISTS \(PostgresSQL.quote($0)) bytea" }
+        try run("ALTER TABLE \(table(name)) " + clauses.joined(separator: ", "))
+        meta.columns.formUnion(missing)
+        changed[name] = meta
+    }
+
+    // MARK: ReadTransaction
+
+    func collectionNames() throws -> [CollectionName] {
+        try checkOpen()
+        let result = try run("SELECT name FROM \(catalog) ORDER BY name COLLATE \"C\"")
+        return try result.rows.map { row in
+            let text = try row.decode(String.self)
+            do { return try CollectionName(validating: text) } catch {
+                throw DepotError(.corrupted, "The catalog lists a collection name Depot does not allow.", cause: DepotError.wrap(error))
+            }
+        }
+    }
+
+    func schema(of collection: CollectionName) throws -> CollectionSchema? {
+        try checkOpen()
+        return try meta(collection)?.schema
+    }
+
+    func get(_ id: RecordID, from collection: CollectionName) throws -> Record? {
+        try checkOpen()
+        guard let meta = try meta(collection), meta.idKind == id.kind else { return nil }
+        let sql = SQLBuilder()
+        let result = try run(sql.query("SELECT * FROM \(table(collection)) WHERE \"id\" = \(sql.id(id))"))
+        guard let row = result.rows.first else { return nil }
+        return try decode(row, idKind: meta.idKind, collection: collection)
+    }
+
+    func forEach(_ query: Query, in collection: CollectionName, _ body: (Record) throws -> Bool) throws {
+        try checkOpen()
+        try query.validate()
+        guard let meta = try metaFor(collection, fields: query.filter.fieldNames.union(query.sort.map(\.field))) else { return }
+        var translator = PostgresQueryTranslator(meta: meta)
+        let tail = translator.tail(query)
+        let result = try run(translator.sql.query("SELECT * FROM \(table(collection))" + tail))
+        for row in result.rows {
+            guard try body(try decode(row, idKind: meta.idKind, collection: collection)) else { return }
+        }
+    }
+
+    /// Runs `query` through a server-side cursor, handing each record to `body` a batch at a
+    /// time, so memory stays bounded (``PostgresDriver/stream(_:from:)``).
+    /// Announces the transaction's changes to other processes; delivered only if it commits.
+    func notify(_ feed: PostgresChangeFeed) throws {
+        guard !events.isEmpty else { return }
+        // Sent without waiting: COMMIT, which follows, waits for them.
+        for payload in feed.payloads(events) {
+            let sql = SQLBuilder()
+            session.send(sql.query("SELECT pg_notify(\(sql.text(feed.channel)), \(sql.text(payload)))"))
+        }
+    }
+
+    func forEachStreamed(_ query: Query, in collection: CollectionName, batch: Int, _ body: (Record) throws -> Bool) throws {
+        try checkOpen()
+        try query.validate()
+        guard let meta = try metaFor(collection, fields: query.filter.fieldNames.union(query.sort.map(\.field))) else { return }
+        var translator = PostgresQueryTranslator(meta: meta)
+        let tail = translator.tail(query)
+        try run(translator.sql.query("DECLARE depot_stream NO SCROLL CURSOR FOR SELECT * FROM \(table(collection))" + tail))
+        while true {
+            let result = try run("FETCH FORWARD \(batch) FROM depot_stream")
+            for row in result.rows {
+                guard try body(try decode(row, idKind: meta.idKind, collection: collection)) else {
+                    try run("CLOSE depot_stream")
+                    return
+                }
+            }
+            if result.rows.count < batch { break }
+        }
+        try run("CLOSE depot_stream")
+    }
+
+    func count(_ filter: Filter, in collection: CollectionName) throws -> Int {
+        try checkOpen()
+        try filter.validate()
+        guard let meta = try metaFor(collection, fields: filter.fieldNames) else { return 0 }
+        var translator = PostgresQueryTranslator(meta: meta)
+        let condition = translator.filter(filter)
+        let result = try run(translator.sql.query("SELECT count(*) FROM \(table(collection))" + (condition == "TRUE" ? "" : " WHERE " + condition)))
+        guard let row = result.rows.first else { throw DepotError(.internal, "count(*) returned no row.") }
+        return Int(try row.decode(Int64.self))
+    }
+
+    func explain(_ query: Query, in collection: CollectionName) throws -> QueryPlan {
+        try checkOpen()
+        try query.validate()
+        guard let meta = try metaFor(collection, fields: query.filter.fieldNames.union(query.sort.map(\.field))) else {
+            return QueryPlan(backend: "postgres", filterInEngine: true, sortInEngine: true, pagingInEngine: true, detail: "collection \(collection) does not exist: no rows")
+        }
+        var translator = PostgresQueryTranslator(meta: meta)
+        let sql = "SELECT * FROM \(table(collection))" + translator.tail(query)
+        let result = try run(translator.sql.query("EXPLAIN " + sql))
+        var steps: [String] = []
+        var indexes: [String] = []
+        for row in result.rows {
+            let line = try row.decode(String.self)
+            steps.append(line.trimmingCharacters(in: .whitespaces))
+            for marker in [" using ", " on "] where line.contains("Index") {
+                guard let range = line.range(of: marker) else { continue }
+                let name = String(line[range.upperBound...].prefix { $0 != " " })
+                let shown = name == collection.rawValue + "_pkey" ? "id" : constraintName(forIndex: name, meta: meta, collection: collection) ?? name
+                if !indexes.contains(shown) { indexes.append(shown) }
+            }
+        }
+        return QueryPlan(
+            backend: "postgres", filterInEngine: true, sortInEngine: true, pagingInEngine: true, indexesUsed: indexes,
+            detail: "SQL: \(sql); plan: \(steps.joined(separator: " | "))"
+        )
+    }
+
+    private func constraintName(forIndex index: String, meta: CollectionMeta, collection: CollectionName) -> String? {
+        for c in meta.schema.uniqueConstraints where PostgresSQL.indexName(collection: collection, unique: true, name: c.name, fields: c.fields) == index {
+            return c.name
+        }
+        for i in meta.schema.indexes where PostgresSQL.indexName(collection: collection, unique: false, name: i.name, fields: i.fields) == index {
+            return i.name
+        }
+        return nil
+    }
+
+    // MARK: Rows
+
+    private func decode(_ row: PostgresRow, idKind: IDKind, collection: CollectionName) throws -> Record {
+        var id: RecordID?
+        var doubles: String?
+        var keys: [(String, ByteBuffer)] = []
+        for cell in row {
+            switch cell.columnName {
+            case "id":
+                do {
+                    id = idKind == .int ? .int(try cell.decode(Int64.self)) : .string(try cell.decode(String.self))
+                } catch {
+                    throw DepotError(.corrupted, "A record id in \(collection) could not be read.", collection: collection.rawValue, cause: DepotError.wrap(error))
+                }
+            case PostgresSQL.doublesColumn:
+                if let bytes = cell.bytes { doubles = String(buffer: bytes) }
+            default:
+                if let bytes = cell.bytes { keys.append((cell.columnName, bytes)) }
+            }
+        }
+        guard let id else { throw DepotError(.corrupted, "A row of \(collection) has no id.", collection: collection.rawValue) }
+        let forms = ValueKey.parseDoubles(doubles)
+        var fields: [String: FieldValue] = [:]
+        fields.reserveCapacity(keys.count)
+        for (name, buffer) in keys {
+            let form = forms[Substring(name)] ?? .int
+            fields[name] = try buffer.withUnsafeReadableBytes { try ValueKey.decode($0, form: form) }
+        }
+        return Record(id: id, fields: fields)
+    }
+
+    // MARK: WriteTransaction
+
+    private func checkWritable() throws {
+        try checkOpen()
+        guard writable else { throw DepotError(.internal, "A read transaction cannot write.") }
+    }
+
+    func prepare(_ schema: CollectionSchema) throws {
+        try checkWritable()
+        try schema.validate()
+        let name = schema.name
+        try guarded {
+            var meta: CollectionMeta
+            if let existing = try self.meta(name, fresh: true) {
+                guard existing.idKind == schema.idKind else {
+                    throw DepotError(
+                        .schemaMismatch, "Collection \(name) uses \(existing.idKind.rawValue) ids; the schema declares \(schema.idKind.rawValue) ids.",
+                        collection: name.rawValue)
+                }
+                meta = existing
+            } else {
+                meta = try create(name, idKind: schema.idKind)
+            }
+            try addColumns(name, &meta, schema.uniqueConstraints.flatMap(\.fields) + schema.indexes.flatMap(\.fields))
+            func names(_ s: CollectionSchema) -> [String: (unique: Bool, name: String, fields: [String])] {
+                var out: [String: (Bool, String, [String])] = [:]
+                for c in s.uniqueConstraints { out[PostgresSQL.indexName(collection: name, unique: true, name: c.name, fields: c.fields)] = (true, c.name, c.fields) }
+                for i in s.indexes { out[PostgresSQL.indexName(collection: name, unique: false, name: i.name, fields: i.fields)] = (false, i.name, i.fields) }
+                return out
+            }
+            let existing = names(meta.schema)
+            let wanted = names(schema)
+            for index in existing.keys.sorted() where wanted[index] == nil {
+                try run("DROP INDEX IF EXISTS \(schemaName).\(PostgresSQL.quote(index))")
+            }
+            for index in wanted.keys.sorted() where existing[index] == nil {
+                guard let definition = wanted[index] else { continue }
+                let columns = definition.fields.map(PostgresSQL.quote).joined(separator: ", ")
+                do {
+                    try run("CREATE \(definition.unique ? "UNIQUE " : "")INDEX IF NOT EXISTS \(PostgresSQL.quote(index)) ON \(table(name)) (\(columns))")
+                } catch let error as DepotError where error.code == .uniqueViolation {
+                    throw DepotError(
+                        .uniqueViolation, "Existing records break unique constraint '\(definition.name)'.",
+                        collection: name.rawValue, constraint: definition.name, cause: error.cause)
+                }
+            }
+            meta.schema = CollectionSchema(name: name, idKind: meta.idKind, uniqueConstraints: schema.uniqueConstraints, indexes: schema.indexes)
+            let sql = SQLBuilder()
+            try run(sql.query("UPDATE \(catalog) SET definition = \(sql.text(try definitionText(meta.schema))) WHERE name = \(sql.text(name.rawValue))"))
+            changed[name] = meta
+        }
+    }
+
+    @discardableResult
+    func dropCollection(_ collection: CollectionName) throws -> Bool {
+        try checkWritable()
+        guard try meta(collection, fresh: true) != nil else { return false }
+        try run("DROP TABLE IF EXISTS \(table(collection))")
+        let sql = SQLBuilder()
+        try run(sql.query("DELETE FROM \(catalog) WHERE name = \(sql.text(collection.rawValue))"))
+        changed[collection] = .some(nil)
+        return true
+    }
+
+    @discardableResult
+    func write(_ record: Record, as mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
+        let outcome = try writeRecord(record, as: mode, into: collection)
+        events.append(ChangeEvent(collection: collection, kind: outcome == .inserted ? .inserted : .updated, id: record.id))
+        return outcome
+    }
+
+    private func writeRecord(_ record: Record, as mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
+        try checkWritable()
+        guard var meta = try meta(collection) else {
+            if mode == .update {
+                throw DepotError(.notFound, "No record with id \(record.id) in \(collection).", collection: collection.rawValue, id: record.id)
+            }
+            var created = try create(collection, idKind: record.id.kind)
+            return try write(record, as: mode, meta: &created, into: collection)
+        }
+        return try write(record, as: mode, meta: &meta, into: collection)
+    }
+
+    /// An update or save sets every column the record lacks to NULL, so it must know every
+    /// column: its statement also checks that the table has exactly the columns the catalog
+    /// entry lists, and does nothing otherwise (another process added one); then the entry
+    /// is read again and the write runs once more.
+    private func write(_ record: Record, as mode: RecordWriteMode, meta: inout CollectionMeta, into collection: CollectionName) throws -> WriteOutcome {
+        if let outcome = try write(record, as: mode, meta: &meta, into: collection, checkingColumns: true) { return outcome }
+        guard var fresh = try self.meta(collection, fresh: true) else {
+            throw DepotError(.notFound, "No record with id \(record.id) in \(collection).", collection: collection.rawValue, id: record.id)
+        }
+        if fresh.columns == meta.columns {
+            if mode == .update { throw DepotError(.notFound, "No record with id \(record.id) in \(collection).", collection: collection.rawValue, id: record.id) }
+        }
+        if let outcome = try write(record, as: mode, meta: &fresh, into: collection, checkingColumns: false) { return outcome }
+        throw DepotError(.notFound, "No record with id \(record.id) in \(collection).", collection: collection.rawValue, id: record.id)
+    }
+
+    /// One attempt of ``write(_:as:meta:into:)``; `nil` when an update found no row or the
+    /// column check failed.
+    private func write(_ record: Record, as mode: RecordWriteMode, meta: inout CollectionMeta, into collection: CollectionName, checkingColumns: Bool) throws -> WriteOutcome? {
+        guard record.id.kind == meta.idKind else {
+            throw DepotError(
+                .invalidValue, "Collection \(collection) uses \(meta.idKind.rawValue) ids; record \(record.id) has a \(record.id.kind.rawValue) id.",
+                collection: collection.rawValue, id: record.id)
+        }
+        let present = record.fields.filter { !$0.value.isNull }
+        try addColumns(collection, &meta, present.keys)
+        let sql = SQLBuilder()
+        let idBind = sql.id(record.id)
+        var names: [String] = []
+        var values: [String] = []
+        var forms: [(String, ValueKey.NumberForm)] = []
+        for (name, value) in present.sorted(by: { $0.key < $1.key }) {
+            let (key, form) = ValueKey.encode(value)
+            if let form { forms.append((name, form)) }
+            names.append(PostgresSQL.quote(name))
+            values.append(sql.bytes(key))
+        }
+        let doublesBind = sql.optionalText(ValueKey.doublesText(forms))
+        let doubles = PostgresSQL.quote(PostgresSQL.doublesColumn)
+        let t = table(collection)
+        let unique = !meta.schema.uniqueConstraints.isEmpty
+        // The table has the id, the doubles column and the field columns the entry lists.
+        let columnCheck = checkingColumns
+            ? " AND (SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass(\(sql.text(t))) AND attnum > 0 AND NOT attisdropped) = \(sql.int(Int64(meta.columns.count + 2)))"
+            : ""
+        let statement: String
+        switch mode {
+        case .insert:
+            statement = "INSERT INTO \(t) (\"id\", \(doubles)\(names.map { ", " + $0 }.joined())) VALUES (\(idBind), \(doublesBind)\(values.map { ", " + $0 }.joined())) ON CONFLICT (\"id\") DO NOTHING RETURNING 1"
+        case .update:
+            var sets = ["\(doubles) = \(doublesBind)"]
+            for (n, v) in zip(names, values) { sets.append("\(n) = \(v)") }
+            for column in meta.columns.sorted() where present[column] == nil { sets.append("\(PostgresSQL.quote(column)) = NULL") }
+            statement = "UPDATE \(t) SET " + sets.joined(separator: ", ") + " WHERE \"id\" = \(idBind)\(columnCheck) RETURNING 1"
+        case .save:
+            var sets = ["\(doubles) = EXCLUDED.\(doubles)"]
+            for n in names { sets.append("\(n) = EXCLUDED.\(n)") }
+            for column in meta.columns.sorted() where present[column] == nil { sets.append("\(PostgresSQL.quote(column)) = NULL") }
+            statement = "INSERT INTO \(t) (\"id\", \(doubles)\(names.map { ", " + $0 }.joined())) VALUES (\(idBind), \(doublesBind)\(values.map { ", " + $0 }.joined())) ON CONFLICT (\"id\") DO UPDATE SET " + sets.joined(separator: ", ") + (checkingColumns ? " WHERE TRUE" + columnCheck : "") + " RETURNING (xmax = 0)"
+        }
+        let query = sql.query(statement)
+        let result: PostgresQueryResult
+        do {
+            if unique { result = try guarded { try run(query) } } else { result = try run(query) }
+        } catch let error as DepotError where error.code == .uniqueViolation {
+            let index = PostgresErrors.constraintName(of: error) ?? ""
+            let constraint = constraintName(forIndex: index, meta: meta, collection: collection)
+            let fields = constraint.flatMap { name in meta.schema.uniqueConstraints.first { $0.name == name }?.fields }
+            throw DepotError(
+                .uniqueViolation,
+                "Another record already has these values for unique constraint '\(constraint ?? "?")'" + (fields.map { " (\($0.joined(separator: ", ")))." } ?? "."),
+                collection: collection.rawValue, id: record.id, constraint: constraint, cause: error.cause)
+        }
+        switch mode {
+        case .insert:
+            guard !result.rows.isEmpty else {
+                throw DepotError(.alreadyExists, "A record with id \(record.id) exists.", collection: collection.rawValue, id: record.id)
+            }
+            return .inserted
+        case .update:
+            return result.rows.isEmpty ? nil : .updated
+        case .save:
+            guard let row = result.rows.first else { return nil }
+            return try row.decode(Bool.self) ? .inserted : .updated
+        }
+    }
+
+    @discardableResult
+    func delete(_ id: RecordID, from collection: CollectionName) throws -> Bool {
+        try checkWritable()
+        guard let meta = try meta(collection), meta.idKind == id.kind else { return false }
+        let sql = SQLBuilder()
+        let condition = "\"id\" = \(sql.id(id))"
+        let deleted = try deleting(condition, meta: meta, collection: collection, sql: sql)
+        events += deleted.map { ChangeEvent(collection: collection, kind: .deleted, id: $0) }
+        return !deleted.isEmpty
+    }
+
+    func deleteReturningIDs(matching filter: Filter, from collection: CollectionName) throws -> [RecordID] {
+        try checkWritable()
+        try filter.validate()
+        guard let meta = try metaFor(collection, fields: filter.fieldNames) else { return [] }
+        var translator = PostgresQueryTranslator(meta: meta)
+        let condition = translator.filter(filter)
+        let sql = translator.sql
+        let deleted = try deleting(condition, meta: meta, collection: collection, sql: sql)
+        events += deleted.map { ChangeEvent(collection: collection, kind: .deleted, id: $0) }
+        return deleted
+    }
+
+    /// Deletes the rows matching `condition` and returns their ids in id order. For integer
+    /// ids it also raises the catalog's high-water mark to the largest id deleted, so that an
+    /// assigned id is never one the collection had (Docs/Semantics.md, "Ids").
+    private func deleting(_ condition: String, meta: CollectionMeta, collection: CollectionName, sql: SQLBuilder) throws -> [RecordID] {
+        let t = table(collection)
+        let statement: String
+        if meta.idKind == .int {
+            let name = sql.text(collection.rawValue)
+            statement = """
+                WITH d AS (DELETE FROM \(t) WHERE \(condition) RETURNING "id"), \
+                u AS (UPDATE \(catalog) SET high_water = GREATEST(high_water, (SELECT max("id") FROM d)) WHERE name = \(name) AND EXISTS (SELECT 1 FROM d)) \
+                SELECT "id" FROM d ORDER BY "id"
+                """
+        } else {
+            statement = "WITH d AS (DELETE FROM \(t) WHERE \(condition) RETURNING \"id\") SELECT \"id\" FROM d ORDER BY \"id\" COLLATE \"C\""
+        }
+        let result = try run(sql.query(statement))
+        return try result.rows.map { row in meta.idKind == .int ? .int(try row.decode(Int64.self)) : .string(try row.decode(String.self)) }
+    }
+
+    func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID {
+        try checkWritable()
+        if let meta = try meta(collection), meta.idKind != .int {
+            throw DepotError(.invalidValue, "Collection \(collection) uses string ids; the store assigns only integer ids.", collection: collection.rawValue)
+        }
+        if try meta(collection) == nil { _ = try create(collection, idKind: .int) }
+        let sql = SQLBuilder()
+        let result = try run(sql.query(
+            "SELECT GREATEST(high_water, COALESCE((SELECT max(\"id\") FROM \(table(collection))), 0)) FROM \(catalog) WHERE name = \(sql.text(collection.rawValue))"
+        ))
+        guard let row = result.rows.first else { throw DepotError(.internal, "The catalog has no entry for \(collection).") }
+        let highest = try row.decode(Int64.self)
+        guard highest < Int64.max else {
+            throw DepotError(.invalidValue, "Collection \(collection) has no integer ids left to assign.", collection: collection.rawValue)
+        }
+        let id = RecordID.int(highest + 1)
+        try write(Record(id: id, fields: fields), as: .insert, into: collection)
+        return id
+    }
+}

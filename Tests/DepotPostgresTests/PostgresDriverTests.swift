@@ -1,0 +1,103 @@
+import DepotConformance
+import DepotCore
+import DepotPostgres
+import Foundation
+import Testing
+
+/// What the conformance suite cannot see: two drivers on one schema (as two processes
+/// are), serialization failures retried, passwords kept out of every text, store strings.
+@Suite struct PostgresDriverTests {
+    /// Two drivers increment one counter at once: SERIALIZABLE makes one of each clashing
+    /// pair fail, the driver runs its closure again, and no increment is lost. A writer that
+    /// keeps losing to the other gives up after its attempts with the typed `.conflict` (the
+    /// documented outcome), and the test then runs that increment again, as an application
+    /// would.
+    @Test func concurrentWritersOfTwoDriversLoseNothing() async throws {
+        let settings = try PostgresTestServer.settings(for: "twowriters-\(UUID().uuidString)")
+        let a = try await PostgresDriver(settings: settings), b = try await PostgresDriver(settings: settings)
+        let counters = try CollectionName("counters")
+        try await a.write { tx in try tx.insert(Record(id: 1, fields: ["n": 0]), into: counters) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for driver in [a, b] {
+                group.addTask {
+                    var done = 0
+                    var conflicts = 0
+                    while done < 40 {
+                        do {
+                            try await driver.write { tx in
+                                let n = try tx.get(1, from: counters)?.fields["n"]?.intValue ?? -1_000
+                                try tx.update(Record(id: 1, fields: ["n": .int(n + 1)]), in: counters)
+                            }
+                            done += 1
+                        } catch let error as DepotError where error.code == .conflict {
+                            conflicts += 1
+                            try #require(conflicts < 100, "a writer gave up 100 times")
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let final = try await a.read { tx in try tx.get(1, from: counters)?.fields["n"] }
+        #expect(final == .int(80))
+        print("postgres: \(a.serializationRetries + b.serializationRetries) write transactions ran again after a serialization failure")
+        try await a.close()
+        try await b.close()
+    }
+
+    /// A driver whose catalog cache predates another driver's new column still replaces
+    /// whole records and finds the new field in queries.
+    @Test func anotherDriversNewColumnIsSeen() async throws {
+        let settings = try PostgresTestServer.settings(for: "columns-\(UUID().uuidString)")
+        let a = try await PostgresDriver(settings: settings), b = try await PostgresDriver(settings: settings)
+        let items = try CollectionName("items")
+        try await a.write { tx in try tx.insert(Record(id: 1, fields: ["n": 1]), into: items) }
+        _ = try await a.read { tx in try tx.get(1, from: items) }
+        try await b.write { tx in try tx.update(Record(id: 1, fields: ["n": 2, "extra": "x"]), in: items) }
+        #expect(try await a.read { tx in try tx.count(.equal("extra", "x"), in: items) } == 1)
+        try await a.write { tx in try tx.update(Record(id: 1, fields: ["n": 3]), in: items) }
+        #expect(try await b.read { tx in try tx.get(1, from: items) } == Record(id: 1, fields: ["n": 3]))
+        try await b.write { tx in try tx.save(Record(id: 1, fields: ["n": 4, "more": true]), into: items) }
+        try await a.write { tx in try tx.save(Record(id: 1, fields: ["n": 5]), into: items) }
+        #expect(try await b.read { tx in try tx.get(1, from: items) } == Record(id: 1, fields: ["n": 5]))
+        try await a.close()
+        try await b.close()
+    }
+
+    @Test func passwordsAppearNowhere() async throws {
+        let server = try PostgresTestServer.server()
+        let password = try #require(server.password, "the test server has a password (scripts/postgres-cluster makes one)")
+        #expect(!server.description.contains(password))
+        #expect(try !StoreLocation(server.secretStoreString).description.contains(password))
+        var wrong = server
+        wrong.password = "not-the-password-\(UUID().uuidString)"
+        do {
+            _ = try await PostgresDriver(settings: wrong)
+            Issue.record("a wrong password was accepted")
+        } catch let error as DepotError {
+            #expect(error.code == .remote)
+            let texts = [error.description, error.debugDescription, String(describing: error)]
+            #expect(texts.allSatisfy { !$0.contains(wrong.password ?? "") && !$0.contains(password) }, "\(texts)")
+        }
+        let driver = try await PostgresDriver(settings: try PostgresTestServer.settings(for: "explain-\(UUID().uuidString)"))
+        let items = try CollectionName("items")
+        try await driver.write { tx in try tx.insert(Record(id: 1, fields: ["secret": "s3cr3t-value"]), into: items) }
+        let plan = try await driver.read { tx in try tx.explain(Query(filter: .equal("secret", "s3cr3t-value")), in: items) }
+        #expect(plan.backend == "postgres" && plan.filterInEngine && plan.sortInEngine && plan.pagingInEngine)
+        #expect(plan.detail.contains("SELECT") && plan.detail.contains("plan:"))
+        #expect(!plan.description.contains("s3cr3t-value") && !plan.description.contains(password))
+        try await driver.close()
+    }
+
+    @Test func storeStrings() throws {
+        let s = try PostgresSettings(StoreLocation("postgresql://ann:p%40ss@[::1]:6543/db%20x?schema=app&durability=normal&sslmode=require&pool=3&retries=2"))
+        #expect(s.user == "ann" && s.password == "p@ss" && s.host == "::1" && s.port == 6543 && s.database == "db x")
+        #expect(s.schema == "app" && s.durability == .normal && s.tls == .require && s.poolSize == 3 && s.attempts == 3)
+        #expect(!s.description.contains("p@ss") && s.description.contains("ann:***@"))
+        let back = try PostgresSettings(StoreLocation(s.secretStoreString))
+        #expect(back.password == "p@ss" && back.database == "db x" && back.host == "::1")
+        for bad in ["postgres://host/db", "postgres://u@host", "postgres://u@host:0/db", "postgres://u@h/db?schema=a-b", "postgres://u@h/db?bogus=1", "postgres:db"] {
+            #expect(throws: DepotError.self, "\(bad)") { try PostgresSettings(StoreLocation(bad)) }
+        }
+    }
+}
