@@ -256,10 +256,7 @@ struct AggregateSQL {
         switch r {
         case .absent: return "0"
         case .id(let kind): return kind == .int ? "2" : "3"
-        case .column(let q, let name):
-            let isBool = translator.tagged(name, "b")
-            let isJSON = translator.tagged(name, "j")
-            return "(CASE typeof(\(q)) WHEN 'null' THEN 0 WHEN 'integer' THEN (CASE WHEN \(isBool) THEN 1 ELSE 2 END) WHEN 'real' THEN 2 WHEN 'text' THEN (CASE WHEN \(isJSON) THEN (CASE WHEN substr(\(q), 1, 1) = '[' THEN 5 ELSE 6 END) ELSE 3 END) ELSE 4 END)"
+        case .column(let q, let name): return translator.kindRank(quoted: q, name: name)
         }
     }
 

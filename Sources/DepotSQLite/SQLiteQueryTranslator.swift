@@ -221,16 +221,21 @@ struct SQLiteQueryTranslator {
                 terms.append("\"id\"" + direction)
                 return terms.joined(separator: ", ")
             case .column(let q, let name):
-                let isBoolTag = tagged(name, "b")
-                let isJSONTag = tagged(name, "j")
-                let rank = "(CASE typeof(\(q)) WHEN 'null' THEN 0 WHEN 'integer' THEN (CASE WHEN \(isBoolTag) THEN 1 ELSE 2 END) WHEN 'real' THEN 2 WHEN 'text' THEN (CASE WHEN \(isJSONTag) THEN (CASE WHEN substr(\(q), 1, 1) = '[' THEN 5 ELSE 6 END) ELSE 3 END) ELSE 4 END)"
-                terms.append(rank + direction)
+                terms.append(kindRank(quoted: q, name: name) + direction)
                 let jsonAgain = tagged(name, "j")
                 terms.append("(CASE WHEN typeof(\(q)) = 'text' AND \(jsonAgain) THEN NULL ELSE \(q) END)" + direction)
             }
         }
         terms.append("\"id\"")
         return terms.joined(separator: ", ")
+    }
+
+    /// A column's kind rank as sorting orders kinds: 0 null, 1 bool, 2 number, 3 string,
+    /// 4 bytes, 5 array, 6 object.
+    mutating func kindRank(quoted q: String, name: String) -> String {
+        let isBoolTag = tagged(name, "b")
+        let isJSONTag = tagged(name, "j")
+        return "(CASE typeof(\(q)) WHEN 'null' THEN 0 WHEN 'integer' THEN (CASE WHEN \(isBoolTag) THEN 1 ELSE 2 END) WHEN 'real' THEN 2 WHEN 'text' THEN (CASE WHEN \(isJSONTag) THEN (CASE WHEN substr(\(q), 1, 1) = '[' THEN 5 ELSE 6 END) ELSE 3 END) ELSE 4 END)"
     }
 
     /// The full SELECT for a query, with paging.

@@ -4,14 +4,8 @@ import Testing
 
 /// The README's example, run as written (on `memory:`), so the documented API cannot drift.
 @Suite struct ReadmeExampleTests {
-    struct Book: Model {
-        var id: Int64?
-        var isbn: String
-        var title: String
-        var year: Int
-        static let uniqueConstraints = [UniqueConstraint(["isbn"])]
-        static let indexes = [IndexDefinition(["year"])]
-    }
+    /// The README's types, compiled as written in ReadmeExamples.swift.
+    typealias Book = ReadmeExample1.Book
 
     @Test func readmeExampleRuns() async throws {
         let store = try await Store.open("memory:")
@@ -34,20 +28,8 @@ import Testing
         try await store.close()
     }
 
-    struct Shelf: Model {
-        var id: Int64?
-        var name: String
-        static let items = HasMany<Shelf, Item>("items", field: "shelfID")
-    }
-
-    struct Item: Model {
-        var id: Int64?
-        var shelfID: Int64?
-        var title: String
-        var pages: Int
-        static let shelf = BelongsTo<Item, Shelf>("shelf", field: "shelfID")
-        static let references = [shelf.reference(onDelete: .cascade)]
-    }
+    typealias Shelf = ReadmeExample3.Shelf
+    typealias Item = ReadmeExample3.Item
 
     /// The README's relations example, with data, checked.
     @Test func readmeRelationsExampleRuns() async throws {
