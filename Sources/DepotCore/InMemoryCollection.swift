@@ -1,3 +1,5 @@
+import Synchronization
+
 /// One collection held in memory: its schema, records, unique indexes and the highest integer
 /// id ever used. The shared building block of drivers that keep their data in memory
 /// (MemoryDriver, JSONFileDriver); pure values, no I/O.
@@ -5,7 +7,23 @@ public struct InMemoryCollection: Sendable {
     /// The collection's name, id kind, constraints and indexes.
     public var schema: CollectionSchema
     /// Every record's fields by id; the source of truth the unique indexes are built from.
-    public var records: [RecordID: [String: FieldValue]] = [:]
+    /// Changing it directly (rather than through ``put(_:)``, ``remove(_:)`` and the write
+    /// methods) drops the id order, which the next query in id order rebuilds.
+    public var records: [RecordID: [String: FieldValue]] {
+        get { storage }
+        set {
+            storage = newValue
+            order = OrderedIDs()
+        }
+        _modify {
+            order = OrderedIDs()
+            yield &storage
+        }
+    }
+    private var storage: [RecordID: [String: FieldValue]] = [:]
+    /// The ids in order, for queries in id order (``forEach(_:_:)``): built by the first such
+    /// query, then kept up to date by every write.
+    private var order = OrderedIDs()
     /// Per unique constraint name: normalized key → owning id.
     public var uniqueIndexes: [String: [[FieldValue]: RecordID]] = [:]
     /// The highest integer id the collection has ever held (persisted in the metadata).
@@ -50,8 +68,13 @@ public struct InMemoryCollection: Sendable {
     /// Stores `record` without checks, updating the unique indexes and ``lastAssignedID``; call
     /// ``checkUnique(_:)`` first.
     public mutating func put(_ record: Record) {
-        if let old = records[record.id] { removeKeys(Record(id: record.id, fields: old)) }
-        records[record.id] = record.fields
+        if let old = storage[record.id] {
+            removeKeys(Record(id: record.id, fields: old))
+        } else {
+            ownOrder()
+            order.added(record.id)
+        }
+        storage[record.id] = record.fields
         for constraint in schema.uniqueConstraints {
             if let key = constraint.key(for: record) { uniqueIndexes[constraint.name, default: [:]][key] = record.id }
         }
@@ -62,19 +85,32 @@ public struct InMemoryCollection: Sendable {
 
     /// The record with `id`, if any.
     public func get(_ id: RecordID) -> Record? {
-        records[id].map { Record(id: id, fields: $0) }
+        storage[id].map { Record(id: id, fields: $0) }
     }
 
-    /// Calls `body` with each result of `query` (the shared evaluator) until it returns `false`.
+    /// Calls `body` with each result of `query` until it returns `false`: a query in id
+    /// order (no sort keys, or `id` first) walks the ids in order (``IDOrderWalk``), any
+    /// other runs through the shared evaluator.
     public func forEach(_ query: Query, _ body: (Record) throws -> Bool) rethrows {
-        let results = QueryEvaluator.execute(query, over: records.lazy.map { Record(id: $0.key, fields: $0.value) })
+        if let descending = IDOrderWalk.direction(query.sort) {
+            let (sorted, pending) = order.ascending(storage)
+            let storage = self.storage
+            try IDOrderWalk.walk(sorted, pending, descending: descending, query, record: { id in storage[id].map { Record(id: id, fields: $0) } }, body)
+            return
+        }
+        let results = QueryEvaluator.execute(query, over: storage.lazy.map { Record(id: $0.key, fields: $0.value) })
         for record in results where try !body(record) { break }
+    }
+
+    /// Makes ``order`` this collection's own before a change (copies share it until then).
+    private mutating func ownOrder() {
+        if !isKnownUniquelyReferenced(&order) { order = order.copy() }
     }
 
     /// The number of records matching `filter`.
     public func count(_ filter: Filter) -> Int {
-        if case .all = filter { return records.count }
-        return records.reduce(0) { $0 + (QueryEvaluator.matches(filter, Record(id: $1.key, fields: $1.value)) ? 1 : 0) }
+        if case .all = filter { return storage.count }
+        return storage.reduce(0) { $0 + (QueryEvaluator.matches(filter, Record(id: $1.key, fields: $1.value)) ? 1 : 0) }
     }
 
     /// Stores `record` (without top-level nulls) as `mode` says: the semantics of
@@ -83,7 +119,7 @@ public struct InMemoryCollection: Sendable {
     ///   nothing changes then.
     @discardableResult
     public mutating func write(_ record: Record, as mode: RecordWriteMode) throws -> WriteOutcome {
-        let exists = records[record.id] != nil
+        let exists = storage[record.id] != nil
         switch (mode, exists) {
         case (.insert, true):
             throw DepotError(.alreadyExists, "A record with id \(record.id) exists.", collection: schema.name.rawValue, id: record.id)
@@ -126,7 +162,9 @@ public struct InMemoryCollection: Sendable {
 
     /// Removes the record with `id` and its unique keys; `false` if there was none.
     public mutating func remove(_ id: RecordID) -> Bool {
-        guard let old = records.removeValue(forKey: id) else { return false }
+        guard let old = storage.removeValue(forKey: id) else { return false }
+        ownOrder()
+        order.removed()
         removeKeys(Record(id: id, fields: old))
         return true
     }
@@ -136,6 +174,95 @@ public struct InMemoryCollection: Sendable {
             if let key = constraint.key(for: record), uniqueIndexes[constraint.name]?[key] == record.id {
                 uniqueIndexes[constraint.name]?[key] = nil
             }
+        }
+    }
+}
+
+/// The ids of an ``InMemoryCollection`` in ascending order, for queries in id order.
+///
+/// Built (by sorting) on the first such query, then kept up to date at small cost: an id
+/// added above the largest is appended; any other is inserted in a second, small sorted
+/// array (`pending`) that a query walks together with the first, and that is merged into it
+/// once it holds more than ``mergeThreshold`` ids (so the cost of a merge, which copies every
+/// id, is spread over that many writes). A removed id stays until more than a quarter of the
+/// ids are such; walks skip ids without a record. Shared by copies of the collection until
+/// one of them writes (``InMemoryCollection/put(_:)`` copies it first); a mutex guards the
+/// lazy build and merges, which happen during reads that may run on several threads.
+final class OrderedIDs: Sendable {
+    struct State {
+        /// Ascending, no repeats; may hold ids since removed (`stale` of them, at most).
+        var sorted: [RecordID] = []
+        /// Ids added out of order since the last merge: ascending, no repeats; may repeat
+        /// ids of `sorted` (an id removed and added again).
+        var pending: [RecordID] = []
+        var stale = 0
+        /// `false` until the first query in id order: until then writes note nothing.
+        var built = false
+    }
+
+    /// Pending ids merged into the main array.
+    static let mergeThreshold = 1024
+
+    private let state: Mutex<State>
+
+    init(_ state: State = State()) { self.state = Mutex(state) }
+
+    /// A copy with its own state.
+    func copy() -> OrderedIDs { OrderedIDs(state.withLock { $0 }) }
+
+    /// Notes a record added under `id` (absent before).
+    func added(_ id: RecordID) {
+        state.withLock { s in
+            guard s.built else { return }
+            if s.sorted.last.map({ $0 < id }) ?? true, s.pending.last.map({ $0 < id }) ?? true {
+                s.sorted.append(id)
+                return
+            }
+            var low = 0, high = s.pending.count
+            while low < high {
+                let mid = (low + high) / 2
+                if s.pending[mid] < id { low = mid + 1 } else { high = mid }
+            }
+            if low == s.pending.count || s.pending[low] != id { s.pending.insert(id, at: low) }
+        }
+    }
+
+    /// Notes a record removed.
+    func removed() {
+        state.withLock { s in if s.built { s.stale += 1 } }
+    }
+
+    /// The ids in ascending order, as two ascending arrays to walk together, possibly with
+    /// some ids of removed records (`records` tells): built, merged or compacted first as due.
+    func ascending(_ records: [RecordID: [String: FieldValue]]) -> (sorted: [RecordID], pending: [RecordID]) {
+        state.withLock { s in
+            if !s.built {
+                s = State(sorted: records.keys.sorted(), pending: [], stale: 0, built: true)
+                return (s.sorted, [])
+            }
+            if s.pending.count > OrderedIDs.mergeThreshold {
+                var merged: [RecordID] = []
+                merged.reserveCapacity(s.sorted.count + s.pending.count)
+                var i = 0, j = 0
+                while i < s.sorted.count || j < s.pending.count {
+                    if j == s.pending.count || (i < s.sorted.count && s.sorted[i] < s.pending[j]) {
+                        merged.append(s.sorted[i])
+                        i += 1
+                    } else {
+                        if i < s.sorted.count, s.sorted[i] == s.pending[j] { i += 1 }
+                        merged.append(s.pending[j])
+                        j += 1
+                    }
+                }
+                s.sorted = merged
+                s.pending = []
+            }
+            if s.stale > 0, s.stale * 4 > s.sorted.count + s.pending.count {
+                s.sorted.removeAll { records[$0] == nil }
+                s.pending.removeAll { records[$0] == nil }
+                s.stale = 0
+            }
+            return (s.sorted, s.pending)
         }
     }
 }

@@ -48,84 +48,11 @@ final class JSONFileTransaction: WriteTransaction {
         try checkValid()
         try query.validate()
         guard let stored = state.collections[collection] else { return }
-        guard let order = state.order[collection], let descending = JSONFileTransaction.idDirection(query.sort) else {
+        guard let order = state.order[collection], let descending = IDOrderWalk.direction(query.sort) else {
             try stored.forEach(query, body)
             return
         }
-        try JSONFileTransaction.walk(order, descending: descending, query, body)
-    }
-
-    /// `false` (ascending) or `true` (descending) when `sort` orders by id alone: no keys,
-    /// or `id` first (ids are unique, so later keys never decide); `nil` otherwise.
-    static func idDirection(_ sort: [SortKey]) -> Bool? {
-        guard let first = sort.first else { return false }
-        return first.field == "id" ? first.descending : nil
-    }
-
-    /// The results of `query` over `order` (all of a collection's records, in id order) in
-    /// the requested direction: the same results, in the same order, as the shared evaluator
-    /// gives, without sorting. Bounds on `id` in the filter's top-level conjuncts narrow the
-    /// walk by binary search; every record walked is still matched against the whole filter.
-    static func walk(_ order: [Record], descending: Bool, _ query: Query, _ body: (Record) throws -> Bool) throws {
-        let (lower, upper) = idRange(order, query.filter)
-        guard lower < upper else { return }
-        var skip = query.offset
-        var left = query.limit ?? Int.max
-        guard left > 0 else { return }
-        let matchesAll: Bool
-        if case .all = query.filter { matchesAll = true } else { matchesAll = false }
-        func visit(_ record: Record) throws -> Bool {
-            guard matchesAll || QueryEvaluator.matches(query.filter, record) else { return true }
-            if skip > 0 {
-                skip -= 1
-                return true
-            }
-            left -= 1
-            return try body(record) && left > 0
-        }
-        if descending {
-            for i in stride(from: upper - 1, through: lower, by: -1) where try !visit(order[i]) { return }
-        } else {
-            for i in lower..<upper where try !visit(order[i]) { return }
-        }
-    }
-
-    /// The positions in `order` that can match `filter`, from its top-level bounds on `id`
-    /// of the ids' own kind (a bound of another kind matches nothing, and is left to the
-    /// per-record match). Everything outside the range certainly fails the filter.
-    static func idRange(_ order: [Record], _ filter: Filter) -> (Int, Int) {
-        var lower = 0, upper = order.count
-        guard let sample = order.first?.id.fieldValue else { return (0, 0) }
-        let conjuncts: [Filter]
-        switch filter {
-        case .and(let filters): conjuncts = filters
-        default: conjuncts = [filter]
-        }
-        /// The first position whose id compares with `operand` so that `satisfied` holds for
-        /// it and every later id (the comparison is monotonic along `order`).
-        func partition(_ operand: FieldValue, _ satisfied: (Int) -> Bool) -> Int {
-            var low = 0, high = order.count
-            while low < high {
-                let mid = (low + high) / 2
-                if let c = QueryEvaluator.rangeCompare(order[mid].id.fieldValue, operand), satisfied(c) { high = mid } else { low = mid + 1 }
-            }
-            return low
-        }
-        for conjunct in conjuncts {
-            switch conjunct {
-            case .greater("id", let v) where QueryEvaluator.rangeCompare(sample, v) != nil:
-                lower = max(lower, partition(v) { $0 > 0 })
-            case .greaterOrEqual("id", let v) where QueryEvaluator.rangeCompare(sample, v) != nil:
-                lower = max(lower, partition(v) { $0 >= 0 })
-            case .less("id", let v) where QueryEvaluator.rangeCompare(sample, v) != nil:
-                upper = min(upper, partition(v) { $0 >= 0 })
-            case .lessOrEqual("id", let v) where QueryEvaluator.rangeCompare(sample, v) != nil:
-                upper = min(upper, partition(v) { $0 > 0 })
-            default:
-                break
-            }
-        }
-        return (lower, upper)
+        try IDOrderWalk.walk(count: order.count, descending: descending, query, id: { order[$0].id }, record: { order[$0] }, body)
     }
 
     func count(_ filter: Filter, in collection: CollectionName) throws -> Int {
