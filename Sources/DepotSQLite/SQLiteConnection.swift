@@ -37,6 +37,11 @@ final class SQLiteConnection {
     private static let recentLimit = 4
     private static let cacheLimit = 256
     private(set) var isClosed = false
+    /// The row source of the last point read (``SQLiteTransaction/withFields(of:from:_:)``),
+    /// kept so that the next one reuses it and the field order it learned: a model decoded
+    /// by id costs one string comparison per field instead of a hash lookup. Taken out while
+    /// in use, so a nested read makes its own.
+    var pointReadFields: SQLiteRowFields?
     /// The statement log, `nil` for a connection that logs nothing (Docs/SQLiteDriver.md,
     /// "Statement log").
     let log: SQLiteStatementLog?

@@ -34,6 +34,12 @@ final class SQLiteRowFields: FieldSource {
         tags = SQLiteTransaction.decodeTags(row)
     }
 
+    /// Forgets the row (its statement moves on), keeping the learned field order.
+    func unload() {
+        handle = nil
+        tags = [:]
+    }
+
     func value(forField name: String) throws -> FieldValue? {
         guard let handle, let index = order.position(of: name, in: meta) else { return nil }
         return try SQLiteTransaction.decodeColumn(handle, meta, index: index, tags: tags)

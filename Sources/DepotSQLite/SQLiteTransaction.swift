@@ -97,8 +97,18 @@ final class SQLiteTransaction: WriteTransaction {
     func withFields<T>(of id: RecordID, from collection: CollectionName, _ body: (any FieldSource) throws -> T) throws -> T? {
         if writable { return try getRecordAsFields(of: id, from: collection, body) }
         return try rowByID(id, in: collection) { row, meta in
-            let fields = SQLiteRowFields(meta: meta)
+            let fields: SQLiteRowFields
+            if let kept = connection.pointReadFields, kept.meta === meta {
+                fields = kept
+                connection.pointReadFields = nil
+            } else {
+                fields = SQLiteRowFields(meta: meta)
+            }
             try fields.load(row)
+            defer {
+                fields.unload()
+                connection.pointReadFields = fields
+            }
             return try body(fields)
         }
     }

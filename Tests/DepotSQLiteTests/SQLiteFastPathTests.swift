@@ -79,6 +79,60 @@ import Testing
         #expect(try !Self.columns(dir.store, table: "items").contains("fresh"))
     }
 
+    /// The fields `names` of record `id` read through `withFields`, in that order.
+    static func fields(_ driver: SQLiteDriver, _ id: RecordID, _ collection: CollectionName, _ names: [String]) async throws -> [String: FieldValue]? {
+        try await driver.read { tx in
+            try tx.withFields(of: id, from: collection) { source in
+                var out: [String: FieldValue] = [:]
+                for name in names { out[name] = try source.value(forField: name) }
+                #expect(source.recordID == id)
+                return out
+            }
+        }
+    }
+
+    @Test func pointReadsReuseTheirRowSourceAcrossCollectionsOrdersAndColumns() async throws {
+        let dir = try ScratchDirectory()
+        let driver = try await SQLiteDriver(path: dir.store)
+        let other = try CollectionName("other")
+        try await driver.write { tx in
+            try tx.insert(Record(id: 1, fields: ["a": 1, "b": "x", "c": 2.5]), into: self.items)
+            try tx.insert(Record(id: 2, fields: ["a": 2, "c": -1.0]), into: self.items)
+            try tx.insert(Record(id: "k", fields: ["b": "other", "z": true]), into: other)
+        }
+        // The same collection in two field orders, alternating with another collection,
+        // repeated so that each read finds the source (and the order) the last one left.
+        for _ in 0..<3 {
+            #expect(try await Self.fields(driver, 1, items, ["a", "b", "c"]) == ["a": 1, "b": "x", "c": 2.5])
+            #expect(try await Self.fields(driver, 2, items, ["c", "b", "a", "missing"]) == ["a": 2, "c": -1.0])
+            #expect(try await Self.fields(driver, "k", other, ["z", "b", "a"]) == ["b": "other", "z": true])
+            #expect(try await Self.fields(driver, 3, items, ["a"]) == nil)
+        }
+        // A read whose body throws leaves the next read correct.
+        await #expect(throws: DepotError.self) {
+            _ = try await driver.read { tx in
+                try tx.withFields(of: 1, from: self.items) { source -> Int in
+                    _ = try source.value(forField: "a")
+                    throw DepotError(.decoding, "stop")
+                }
+            }
+        }
+        #expect(try await Self.fields(driver, 1, items, ["b", "a"]) == ["a": 1, "b": "x"])
+        // A nested read inside the body gets a source of its own.
+        let nested = try await driver.read { tx in
+            try tx.withFields(of: 1, from: self.items) { outer -> [FieldValue?] in
+                let first = try outer.value(forField: "a")
+                let inner = try tx.withFields(of: "k", from: other) { try $0.value(forField: "b") }
+                return [first, inner ?? nil, try outer.value(forField: "c")]
+            }
+        }
+        #expect(nested == [1, "other", 2.5])
+        // A column added later (a new table layout): reads see it.
+        try await driver.write { tx in try tx.save(Record(id: 1, fields: ["a": 1, "new": "n"]), into: self.items) }
+        #expect(try await Self.fields(driver, 1, items, ["a", "b", "c", "new"]) == ["a": 1, "new": "n"])
+        try await driver.close()
+    }
+
     @Test func cachedStatementsFollowAddedColumns() async throws {
         let dir = try ScratchDirectory()
         let driver = try await SQLiteDriver(path: dir.store)
