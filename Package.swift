@@ -25,6 +25,13 @@ let package = Package(
         // drivers never pull in NIO and postgres-nio.
         .library(name: "DepotPostgres", targets: ["DepotPostgres"]),
     ],
+    traits: [
+        // The PostgreSQL driver inside `depot` (Docs/CLI.md, "Builds"): on by default; the
+        // README's first command (scripts/tour) builds without it, so that it never compiles
+        // postgres-nio, swift-nio-ssl and swift-crypto.
+        .trait(name: "PostgreSQL", description: "The depot executable includes the PostgreSQL driver (postgres:// stores, depot bench --drivers postgres)."),
+        .default(enabledTraits: ["PostgreSQL"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
@@ -50,7 +57,13 @@ let package = Package(
         .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory", "DepotSQLite", "DepotJSONFile", "DepotGDBM", "DepotSync"], swiftSettings: settings),
         .executableTarget(
             name: "DepotCLI",
-            dependencies: ["Depot", "DepotPostgres", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOPosix", package: "swift-nio"), "DepotServer", "DepotBench", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "Depot", "DepotServer", "DepotBench",
+                .target(name: "DepotPostgres", condition: .when(traits: ["PostgreSQL"])),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["PostgreSQL"])),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: settings
         ),
         // The SQLite driver, over libsqlite3 from the system (apt: libsqlite3-dev).

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Depot
 import DepotBench
+#if PostgreSQL
 import DepotPostgres
+#endif
 import Foundation
 
 extension BenchCommand {
@@ -41,6 +43,7 @@ extension BenchCommand {
             guard let postgres else {
                 throw CLIFailure.usage("--drivers postgres needs a server", "add --postgres postgres://user@host/database")
             }
+            #if PostgreSQL
             let server: PostgresSettings
             do {
                 server = try PostgresSettings(StoreLocation(postgres))
@@ -48,6 +51,10 @@ extension BenchCommand {
                 throw CLIFailure.usage(error.message, "write --postgres postgres://user[:password]@host[:port]/database")
             }
             external["postgres"] = { try PostgresBench.targets(server: server) }
+            #else
+            _ = postgres
+            throw CLIFailure.failed("--drivers postgres is not available in this build", PostgresAvailability.advice)
+            #endif
         }
         do {
             try options.validate()

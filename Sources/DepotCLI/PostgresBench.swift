@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Depot
 import DepotBench
 import DepotPostgres
@@ -312,3 +313,4 @@ struct Update6: RawUpdate { static let field = 6; let id: String; let value: Str
 struct Update7: RawUpdate { static let field = 7; let id: String; let value: String }
 struct Update8: RawUpdate { static let field = 8; let id: String; let value: String }
 struct Update9: RawUpdate { static let field = 9; let id: String; let value: String }
+#endif
