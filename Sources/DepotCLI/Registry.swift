@@ -24,14 +24,9 @@ extension DriverRegistry {
     }
 }
 
-/// Whether this build of `depot` includes the PostgreSQL driver (the package trait
-/// `PostgreSQL`, on by default; Docs/CLI.md, "Builds").
+/// What a build of `depot` without the PostgreSQL driver (the package trait `PostgreSQL`,
+/// on by default; Docs/CLI.md, "Builds") tells a user who asks for it.
 enum PostgresAvailability {
-    #if PostgreSQL
-    static let included = true
-    #else
-    static let included = false
-    #endif
     /// How to get a build with it.
     static let advice = "build depot with the PostgreSQL trait (the default: swift build -c release --product depot)"
 }
