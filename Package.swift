@@ -114,7 +114,8 @@ let package = Package(
         // A small app on Depot (Examples/README.md), built with the package and run by ExampleAppTests.
         .executableTarget(name: "Bookshelf", dependencies: ["Depot"], path: "Examples/Bookshelf", swiftSettings: settings),
         // End-to-end tests of `depot` (they run the built executable).
-        .testTarget(name: "DepotCLITests", dependencies: ["Depot", "DepotCLI", "DepotConformance"], swiftSettings: settings),
+        // CSQLite: NoTraceTests makes SQLite databases of "another program" (no Depot tables).
+        .testTarget(name: "DepotCLITests", dependencies: ["Depot", "DepotCLI", "DepotConformance", "CSQLite"], swiftSettings: settings),
         // The engine of `depot bench` (workloads, raw baselines, report, chart).
         .target(name: "DepotBench", dependencies: ["Depot", "DepotCore", "DepotConformance", "CSQLite", "CGDBM"], swiftSettings: settings),
         .testTarget(name: "DepotBenchTests", dependencies: ["DepotBench", "Depot"], swiftSettings: settings),
