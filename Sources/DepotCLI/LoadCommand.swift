@@ -12,7 +12,7 @@ struct LoadCommand: DepotSubcommand {
             Each line is one JSON object with an "id" (an integer or a string) and its fields; \
             blank lines are skipped. Records are saved (inserted or replaced by id). A line \
             without "id" is inserted with an id the store assigns, when the collection has \
-            integer ids (or is new); for a collection with string ids it is a usage error. Each batch \
+            integer ids (or is new); for a collection with string ids it is a bad line (exit 1). Each batch \
             of --batch records is one atomic transaction; --batch 0 makes the whole input one \
             transaction. A bad line stops the load with its line number: the batches before it \
             are committed, nothing of its own batch is. Exit status 0 only when every line was \
@@ -120,7 +120,8 @@ struct LoadCommand: DepotSubcommand {
             } catch let error as LoadLineError {
                 progress.finish()
                 if error.needsID {
-                    throw CLIFailure.usage(
+                    // A bad line, not a bad command line: batches before it may be committed (exit 1).
+                    throw CLIFailure.failed(
                         "\(Self.describe(error)) \(loader.summary(stopped: true))",
                         "give every record of '\(collection)' an \"id\", or load into a collection with integer ids")
                 }
@@ -129,8 +130,10 @@ struct LoadCommand: DepotSubcommand {
                     "fix line \(error.line) and load again; records with an id are upserted, so loading them twice is harmless")
             } catch {
                 progress.finish()
+                // The command line was checked before the store was opened: whatever fails
+                // now is the work, so exit 1 even for a code that means a usage error elsewhere.
                 let failure = CLIFailure.from(error)
-                throw CLIFailure(message: "\(failure.message) \(loader.summary(stopped: true))", hint: failure.hint, status: failure.status)
+                throw CLIFailure.failed("\(failure.message) \(loader.summary(stopped: true))", failure.hint)
             }
             context.logger.notice("\(loader.summary(stopped: false))")
             return ExitStatus.success
