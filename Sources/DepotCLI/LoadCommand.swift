@@ -80,16 +80,40 @@ struct LoadCommand: DepotSubcommand {
             return nil
         }
 
+        // The first record is read before the store is opened, so input that is bad from its
+        // first line never touches the path: not even a file that exists and is not yet a
+        // store, which opening would prepare (Docs/CLI.md, "A failed command leaves no trace").
+        var first: (line: Int, item: LoadItem)?
+        do {
+            first = try next()
+        } catch let error as LoadLineError {
+            throw Self.lineFailure(error, summary: "(nothing was committed)")
+        }
+        let items: () throws -> (line: Int, item: LoadItem)? = {
+            if let item = first {
+                first = nil
+                return item
+            }
+            return try next()
+        }
+
         let (store, trace) = try await StoreArguments.openForWriting(storeString, context)
         // A load that fails before its first commit leaves no new store behind (Docs/CLI.md).
         var committedAny = false
         do {
             return try await load(into: store, collection: collection, constraints: constraints, indexes: indexes,
-                                  reader: reader, next: next, context: context, committedAny: &committedAny)
+                                  reader: reader, next: items, context: context, committedAny: &committedAny)
         } catch {
             if !committedAny { trace?.removeCreated(context) }
             throw error
         }
+    }
+
+    /// The failure for a bad input line, with what was committed before it (exit 1).
+    static func lineFailure(_ error: LoadLineError, summary: String) -> CLIFailure {
+        CLIFailure.failed(
+            "\(describe(error)) \(summary)",
+            "fix line \(error.line) and load again; records with an id are upserted, so loading them twice is harmless")
     }
 
     /// Loads the items `next` reads from `reader` into `collection` and closes `store`; sets
@@ -125,9 +149,7 @@ struct LoadCommand: DepotSubcommand {
                         "\(Self.describe(error)) \(loader.summary(stopped: true))",
                         "give every record of '\(collection)' an \"id\", or load into a collection with integer ids")
                 }
-                throw CLIFailure.failed(
-                    "\(Self.describe(error)) \(loader.summary(stopped: true))",
-                    "fix line \(error.line) and load again; records with an id are upserted, so loading them twice is harmless")
+                throw Self.lineFailure(error, summary: loader.summary(stopped: true))
             } catch {
                 progress.finish()
                 // The command line was checked before the store was opened: whatever fails

@@ -100,6 +100,9 @@ enum StoreProbe {
 struct NewStoreTrace {
     /// Paths that did not exist when the trace was taken.
     let absent: [String]
+    /// The store's path when it was an empty file that is not a store of the driver (SQLite
+    /// prepares one as a new database): emptied again, not removed, after a failure.
+    let emptyFile: String?
 
     /// Notes which of the store's possible files are absent at `path` now. When `path`
     /// already holds a store, nothing is noted: a failed command never removes files of a
@@ -108,8 +111,16 @@ struct NewStoreTrace {
     init(scheme: String, path: String) throws {
         if try StoreProbe.holdsStore(scheme: scheme, at: path) {
             absent = []
+            emptyFile = nil
         } else {
             absent = StoreProbe.filesOpeningMayCreate(scheme: scheme, at: path).filter { !FileManager.default.fileExists(atPath: $0) }
+            var size: Int64?
+            do {
+                size = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
+            } catch {
+                size = nil  // no size known: the file is never emptied
+            }
+            emptyFile = StoreProbe.isRegularFile(path) && size == 0 ? path : nil
         }
     }
 
@@ -123,6 +134,19 @@ struct NewStoreTrace {
                 context.logger.debug("removed \(path), created by this failed command")
             } catch {
                 context.logger.warning("could not remove \(path), created by this failed command: \(error)")
+            }
+        }
+        if let emptyFile {
+            guard let handle = FileHandle(forWritingAtPath: emptyFile) else {
+                context.logger.warning("could not empty \(emptyFile) again after this failed command")
+                return
+            }
+            defer { handle.closeFile() }
+            do {
+                try handle.truncate(atOffset: 0)
+                context.logger.debug("emptied \(emptyFile) again after this failed command")
+            } catch {
+                context.logger.warning("could not empty \(emptyFile) again after this failed command: \(error)")
             }
         }
     }

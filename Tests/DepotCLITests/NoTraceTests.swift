@@ -209,6 +209,29 @@ struct NoTraceTests {
                 try FileManager.default.removeItem(atPath: path)
             }
 
+            if scheme == "sqlite" {
+                // Input bad from its first line never opens the path: a database of another
+                // program and an empty file stay exactly as they were.
+                let other = directory.url.appendingPathComponent("other.db").path
+                try makeForeignSQLiteDatabase(other, wal: false)
+                let empty = directory.url.appendingPathComponent("empty.db")
+                try Data().write(to: empty)
+                let before = try treeSnapshot(directory.url, strict: true)
+                for target in [other, empty.path] {
+                    let bad = try await CLI.run(["load", "sqlite:\(target)", "t"], stdin: "not json\n")
+                    #expect(bad.status == 1 && bad.stderr.contains("line 1"), "\(target): \(bad)")
+                }
+                #expect(try treeSnapshot(directory.url, strict: true) == before, "a load failing at line 1 changed a file")
+                // A load that opened the empty file and failed before its first commit empties it again.
+                let later = try await CLI.run(["load", "sqlite:\(empty.path)", "t", "--batch", "0"], stdin: "{\"id\":1}\n{oops\n")
+                #expect(later.status == 1 && later.stderr.contains("line 2") && later.stderr.contains("nothing was committed"), "\(later)")
+                let size = try FileManager.default.attributesOfItem(atPath: empty.path)[.size] as? NSNumber
+                #expect(size?.intValue == 0, "the empty file is empty again: \(String(describing: size))")
+                #expect(Set(try treeSnapshot(directory.url, strict: false).keys) == ["other.db", "empty.db"], "no side file left")
+                try FileManager.default.removeItem(atPath: other)
+                try FileManager.default.removeItem(at: empty)
+            }
+
             // Once a load has committed, its store stays, also when a later line fails...
             let partial = try await CLI.run(["load", storeString, "t", "--batch", "1"], stdin: "{\"id\":1}\nnot json\n")
             #expect(partial.status == 1 && partial.stderr.contains("1 record in 1 batch was committed"), "\(scheme): \(partial)")
