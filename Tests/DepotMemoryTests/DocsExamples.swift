@@ -237,6 +237,8 @@ try await store.close() // scaffold
 import DepotConformance
 import Testing
 
+// One check at a time: the same 458 checks as MemoryConformanceTests run beside the whole suite. // scaffold
+@Suite(.serialized) struct MyDriverConformanceExample { // scaffold
 @Test(arguments: Conformance.checkNames)
 func conformance(_ name: String) async throws {
     let factory = DriverFactory(name: "mydb") { directory in try MyDriver(path: directory + "/store") }
@@ -244,4 +246,5 @@ func conformance(_ name: String) async throws {
         withKnownIssue("mydb does not declare \(missing)") { throw ConformanceNotRun() }
     }
 }
+} // scaffold
 // end of example
