@@ -127,7 +127,9 @@ let package = Package(
         // A small app on Depot (Examples/README.md), built with the package and run by ExampleAppTests.
         .executableTarget(name: "Bookshelf", dependencies: ["Depot"], path: "Examples/Bookshelf", swiftSettings: settings),
         // End-to-end tests of `depot` (they run the built executable).
-        .testTarget(name: "DepotCLITests", dependencies: ["Depot", "DepotCLI", "DepotConformance"], swiftSettings: settings),
+        // CSQLite: NoTraceTests makes SQLite databases of "another program" (no Depot tables).
+        // DepotPostgres and DepotServer: DocsServiceExamples compiles Docs/PostgresDriver.md's and Docs/Server.md's examples.
+        .testTarget(name: "DepotCLITests", dependencies: ["Depot", "DepotCLI", "DepotConformance", "CSQLite", "DepotPostgres", "DepotServer"], swiftSettings: settings),
         // The engine of `depot bench` (workloads, raw baselines, report, chart).
         .target(name: "DepotBench", dependencies: ["Depot", "DepotCore", "DepotConformance", "CSQLite", "CGDBM"], swiftSettings: settings),
         .testTarget(name: "DepotBenchTests", dependencies: ["DepotBench", "Depot"], swiftSettings: settings),

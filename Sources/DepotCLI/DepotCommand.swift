@@ -23,12 +23,13 @@ struct DepotCommand: AsyncParsableCommand {
 
             Exit status:
               0  success
-              1  the work failed: a store error, a bad input line, a failed
-                 copy verification, problems found by 'check', or a command
-                 not available in this build
-              2  usage error: bad arguments, a malformed --where, an invalid
-                 collection or field name, an unknown driver or a malformed
-                 store string, no store given; nothing was changed
+              1  the work failed: a store error ('no store at ...' included),
+                 a bad input line, a failed copy verification, problems
+                 found by 'check', or a command not available in this build
+              2  usage error, found before anything is changed: bad
+                 arguments, a malformed --where, an invalid collection or
+                 field name, an unknown driver or a malformed store string,
+                 no store given
 
             See Docs/CLI.md for every command with examples.
             """,

@@ -12,7 +12,7 @@ struct LoadCommand: DepotSubcommand {
             Each line is one JSON object with an "id" (an integer or a string) and its fields; \
             blank lines are skipped. Records are saved (inserted or replaced by id). A line \
             without "id" is inserted with an id the store assigns, when the collection has \
-            integer ids (or is new); for a collection with string ids it is a usage error. Each batch \
+            integer ids (or is new); for a collection with string ids it is a bad line (exit 1). Each batch \
             of --batch records is one atomic transaction; --batch 0 makes the whole input one \
             transaction. A bad line stops the load with its line number: the batches before it \
             are committed, nothing of its own batch is. Exit status 0 only when every line was \
@@ -80,16 +80,40 @@ struct LoadCommand: DepotSubcommand {
             return nil
         }
 
+        // The first record is read before the store is opened, so input that is bad from its
+        // first line never touches the path: not even a file that exists and is not yet a
+        // store, which opening would prepare (Docs/CLI.md, "A failed command leaves no trace").
+        var first: (line: Int, item: LoadItem)?
+        do {
+            first = try next()
+        } catch let error as LoadLineError {
+            throw Self.lineFailure(error, summary: "(nothing was committed)")
+        }
+        let items: () throws -> (line: Int, item: LoadItem)? = {
+            if let item = first {
+                first = nil
+                return item
+            }
+            return try next()
+        }
+
         let (store, trace) = try await StoreArguments.openForWriting(storeString, context)
         // A load that fails before its first commit leaves no new store behind (Docs/CLI.md).
         var committedAny = false
         do {
             return try await load(into: store, collection: collection, constraints: constraints, indexes: indexes,
-                                  reader: reader, next: next, context: context, committedAny: &committedAny)
+                                  reader: reader, next: items, context: context, committedAny: &committedAny)
         } catch {
             if !committedAny { trace?.removeCreated(context) }
             throw error
         }
+    }
+
+    /// The failure for a bad input line, with what was committed before it (exit 1).
+    static func lineFailure(_ error: LoadLineError, summary: String) -> CLIFailure {
+        CLIFailure.failed(
+            "\(describe(error)) \(summary)",
+            "fix line \(error.line) and load again; records with an id are upserted, so loading them twice is harmless")
     }
 
     /// Loads the items `next` reads from `reader` into `collection` and closes `store`; sets
@@ -120,17 +144,18 @@ struct LoadCommand: DepotSubcommand {
             } catch let error as LoadLineError {
                 progress.finish()
                 if error.needsID {
-                    throw CLIFailure.usage(
+                    // A bad line, not a bad command line: batches before it may be committed (exit 1).
+                    throw CLIFailure.failed(
                         "\(Self.describe(error)) \(loader.summary(stopped: true))",
                         "give every record of '\(collection)' an \"id\", or load into a collection with integer ids")
                 }
-                throw CLIFailure.failed(
-                    "\(Self.describe(error)) \(loader.summary(stopped: true))",
-                    "fix line \(error.line) and load again; records with an id are upserted, so loading them twice is harmless")
+                throw Self.lineFailure(error, summary: loader.summary(stopped: true))
             } catch {
                 progress.finish()
+                // The command line was checked before the store was opened: whatever fails
+                // now is the work, so exit 1 even for a code that means a usage error elsewhere.
                 let failure = CLIFailure.from(error)
-                throw CLIFailure(message: "\(failure.message) \(loader.summary(stopped: true))", hint: failure.hint, status: failure.status)
+                throw CLIFailure.failed("\(failure.message) \(loader.summary(stopped: true))", failure.hint)
             }
             context.logger.notice("\(loader.summary(stopped: false))")
             return ExitStatus.success

@@ -84,14 +84,14 @@ enum StoreArguments {
         }
         let onDisk = try location.resolvingDataFolder(create: false)
         let local = isLocalPath(location)
-        if mustExist, local, !StoreProbe.holdsStore(scheme: location.scheme, at: onDisk.path) {
+        if mustExist, local, !(try StoreProbe.holdsStore(scheme: location.scheme, at: onDisk.path)) {
             let something = FileManager.default.fileExists(atPath: onDisk.path)
                 ? " (\(StoreProbe.describeStore(scheme: location.scheme)); something else is there)" : ""
             throw CLIFailure.failed(
                 "no store at \(location.description)\(something)",
                 "check the path and the driver; 'depot load' and 'depot copy' create stores")
         }
-        let trace = !mustExist && local ? NewStoreTrace(scheme: location.scheme, path: onDisk.path) : nil
+        let trace = !mustExist && local ? try NewStoreTrace(scheme: location.scheme, path: onDisk.path) : nil
         context.logger.debug("opening \(location.description)")
         do {
             return (try await Store.open(string, registry: .cli), trace)

@@ -1,7 +1,7 @@
 import Depot
 import Foundation
 
-/// Decides, without opening anything, whether a path already holds a store of a driver, and
+/// Decides, without changing anything, whether a path already holds a store of a driver, and
 /// remembers which of a store's files did not exist before a command opened it for writing.
 ///
 /// Read-only commands (`info`, `count`, `dump`, `query`, `check`, `sql` and `copy`'s SRC)
@@ -11,19 +11,21 @@ import Foundation
 /// driver's files; the layouts are the ones Docs/GDBMDriver.md, Docs/SQLiteDriver.md and
 /// Docs/JSONFileDriver.md describe.
 enum StoreProbe {
-    /// The first 16 bytes of every SQLite database file.
-    static let sqliteHeader = Array("SQLite format 3\u{0}".utf8)
-
-    /// `true` when `path` already holds a store of the driver `scheme`:
-    /// - `sqlite`: a regular file that starts with the SQLite header;
+    /// `true` when `path` already holds a store of the driver `scheme`, decided without
+    /// creating, locking or changing anything there:
+    /// - `sqlite`: an SQLite database holding Depot's catalog tables, read through a
+    ///   read-only connection (``SQLiteDriver/holdsStore(atPath:)``);
     /// - `gdbm`: a directory with the store's `journal` file and `data/` folder;
-    /// - `json`: a regular file;
+    /// - `json`: a regular file that is empty or holds a JSON object (its first character,
+    ///   after a byte order mark and white space, is `{`);
     /// - any other scheme: something exists at `path`.
-    static func holdsStore(scheme: String, at path: String) -> Bool {
+    /// - Throws: `.io` when a file that may be a store cannot be read; what SQLite reports
+    ///   for a damaged database.
+    static func holdsStore(scheme: String, at path: String) throws -> Bool {
         switch scheme {
-        case "sqlite": return startsWithSQLiteHeader(path)
+        case "sqlite": return try SQLiteDriver.holdsStore(atPath: path)
         case "gdbm": return isDirectory(path) && isRegularFile(path + "/journal") && isDirectory(path + "/data")
-        case "json": return isRegularFile(path)
+        case "json": return try holdsJSONObjectOrNothing(path)
         default: return FileManager.default.fileExists(atPath: path)
         }
     }
@@ -31,10 +33,36 @@ enum StoreProbe {
     /// What a store of the driver `scheme` is on disk, for messages.
     static func describeStore(scheme: String) -> String {
         switch scheme {
-        case "sqlite": return "a sqlite store is a file starting with the SQLite header"
+        case "sqlite": return "a sqlite store is an SQLite database with Depot's _depotsys tables"
         case "gdbm": return "a gdbm store is a folder with a journal file and a data folder"
-        case "json": return "a json store is a file"
+        case "json": return "a json store is a file holding a JSON object, or an empty file"
         default: return "a \(scheme) store is a path that exists"
+        }
+    }
+
+    /// `true` when `path` is a regular file that is empty (white space only) or whose first
+    /// character after an optional UTF-8 byte order mark and white space is `{`. Reads only
+    /// as far as that character.
+    /// - Throws: `.io` when the file cannot be read.
+    static func holdsJSONObjectOrNothing(_ path: String) throws -> Bool {
+        guard isRegularFile(path) else { return false }
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw DepotError(.io, "The file at \(path) cannot be read.") }
+        defer { handle.closeFile() }
+        var first = true
+        while true {
+            let chunk: [UInt8]
+            do {
+                chunk = Array(try handle.read(upToCount: 4096) ?? Data())
+            } catch {
+                throw DepotError(.io, "The file at \(path) cannot be read.", detail: "\(error)")
+            }
+            if chunk.isEmpty { return true }
+            var bytes = chunk[...]
+            if first, bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }
+            first = false
+            if let significant = bytes.first(where: { !($0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D) }) {
+                return significant == UInt8(ascii: "{")
+            }
         }
     }
 
@@ -48,21 +76,6 @@ enum StoreProbe {
     static func isDirectory(_ path: String) -> Bool {
         var isDirectory: ObjCBool = false
         return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
-    }
-
-    /// `true` when `path` is a regular file whose first bytes are the SQLite header. A file
-    /// that exists but cannot be read counts as a store, so that the driver reports why it
-    /// cannot be opened (it cannot write to it either).
-    static func startsWithSQLiteHeader(_ path: String) -> Bool {
-        guard isRegularFile(path) else { return false }
-        guard let handle = FileHandle(forReadingAtPath: path) else { return true }
-        defer { handle.closeFile() }
-        do {
-            let head = try handle.read(upToCount: sqliteHeader.count) ?? Data()
-            return Array(head) == sqliteHeader
-        } catch {
-            return true
-        }
     }
 
     /// The files and folders that opening the store at `path` for writing may create: a
@@ -87,15 +100,27 @@ enum StoreProbe {
 struct NewStoreTrace {
     /// Paths that did not exist when the trace was taken.
     let absent: [String]
+    /// The store's path when it was an empty file that is not a store of the driver (SQLite
+    /// prepares one as a new database): emptied again, not removed, after a failure.
+    let emptyFile: String?
 
     /// Notes which of the store's possible files are absent at `path` now. When `path`
     /// already holds a store, nothing is noted: a failed command never removes files of a
     /// store it did not create (not even a `-wal` another process may still need).
-    init(scheme: String, path: String) {
-        if StoreProbe.holdsStore(scheme: scheme, at: path) {
+    /// - Throws: what ``StoreProbe/holdsStore(scheme:at:)`` throws.
+    init(scheme: String, path: String) throws {
+        if try StoreProbe.holdsStore(scheme: scheme, at: path) {
             absent = []
+            emptyFile = nil
         } else {
             absent = StoreProbe.filesOpeningMayCreate(scheme: scheme, at: path).filter { !FileManager.default.fileExists(atPath: $0) }
+            var size: Int64?
+            do {
+                size = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
+            } catch {
+                size = nil  // no size known: the file is never emptied
+            }
+            emptyFile = StoreProbe.isRegularFile(path) && size == 0 ? path : nil
         }
     }
 
@@ -109,6 +134,19 @@ struct NewStoreTrace {
                 context.logger.debug("removed \(path), created by this failed command")
             } catch {
                 context.logger.warning("could not remove \(path), created by this failed command: \(error)")
+            }
+        }
+        if let emptyFile {
+            guard let handle = FileHandle(forWritingAtPath: emptyFile) else {
+                context.logger.warning("could not empty \(emptyFile) again after this failed command")
+                return
+            }
+            defer { handle.closeFile() }
+            do {
+                try handle.truncate(atOffset: 0)
+                context.logger.debug("emptied \(emptyFile) again after this failed command")
+            } catch {
+                context.logger.warning("could not empty \(emptyFile) again after this failed command: \(error)")
             }
         }
     }
