@@ -118,8 +118,9 @@ let package = Package(
         .testTarget(
             name: "DepotSyncTests",
             // DepotConformance (ChildProcess, the helper's path) and DepotSQLite (the kill test
-            // reads the clients' store files) for SyncKillTests.
-            dependencies: ["DepotSync", "DepotServer", "DepotWire", "DepotMemory", "DepotConformance", "DepotSQLite", "DepotGDBM"],
+            // reads the clients' store files) for SyncKillTests; DepotModel for the @Model types of the
+            // remote-resource tests (Docs/Remote.md).
+            dependencies: ["DepotSync", "DepotServer", "DepotWire", "DepotMemory", "DepotConformance", "DepotSQLite", "DepotGDBM", "DepotModel"],
             swiftSettings: settings
         ),
         // Commits transactions until killed; the crash tests of every driver run it.
