@@ -187,7 +187,7 @@ public struct FileClient: Sendable {
                     headers["If-Range"] = tag
                 }
                 let request = try client.request("GET", path: "/_files/" + Self.encode(name), headers: headers)
-                let sink = try DownloadSink(partPath: part, tagPath: tagFile, existing: existing, report: report)
+                let sink = DownloadSink(partPath: part, tagPath: tagFile, existing: existing, report: report)
                 let outcome = await StreamingSession.download(request, sink: sink, timeout: client.timeout)
                 guard let status = outcome.status, status == 200 || status == 206 else {
                     if outcome.status == 416 {
@@ -214,7 +214,9 @@ public struct FileClient: Sendable {
                     try await client.retryOrThrow(error, retry: &retry, retryAfter: nil)
                     continue
                 }
-                let digest = sink.finish()
+                guard let digest = sink.finish() else {
+                    throw DepotError(.io, "The downloaded file cannot be read back to check it.", detail: part)
+                }
                 guard let serverDigest = outcome.header("depot-sha256"), serverDigest == digest else {
                     unlink(part)
                     unlink(tagFile)

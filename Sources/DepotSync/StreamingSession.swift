@@ -158,8 +158,14 @@ private final class StreamDelegate: NSObject, URLSessionDataDelegate, @unchecked
     }
 }
 
-/// Where a download's bytes go: appended to (or written anew into) `DEST.part`, hashed on the
-/// way, with the ETag they belong to kept in `DEST.part.etag`.
+/// Where a download's bytes go: appended to (or written anew into) `DEST.part`, with the ETag
+/// they belong to kept in `DEST.part.etag`.
+///
+/// The delegate callback only writes: URLSession (FoundationNetworking) queues every received
+/// chunk for the delegate without waiting for it and offers no working way to pause a
+/// transfer (suspending a task makes it deliver bytes twice), so a callback slower than the
+/// network would let chunks pile up in memory. The SHA-256 is computed by a
+/// ``BackgroundHasher`` that reads the part back from the page cache behind the writes.
 final class DownloadSink: @unchecked Sendable {
     // @unchecked Sendable: `begin`, `write` and `close` are called one at a time on the
     // session's serial delegate queue; the other members are read only after the request
@@ -168,21 +174,19 @@ final class DownloadSink: @unchecked Sendable {
     let tagPath: String
     let existing: Int64
     let report: @Sendable (FileTransferProgress) -> Void
-    private var prefixHash: SHA256Hasher?
-    private var hasher = SHA256Hasher()
+    private var hasher: BackgroundHasher?
     private var fd: Int32 = -1
     private(set) var total: Int64 = 0
     private(set) var expectedTotal: Int64?
     private(set) var localError: DepotError?
     private var lastReport: Int64 = 0
 
-    /// Hashes the `existing` bytes of the part now, so a resumed download verifies the whole file.
-    init(partPath: String, tagPath: String, existing: Int64, report: @escaping @Sendable (FileTransferProgress) -> Void) throws {
+    /// A sink that resumes after the `existing` bytes of the part (0: none).
+    init(partPath: String, tagPath: String, existing: Int64, report: @escaping @Sendable (FileTransferProgress) -> Void) {
         self.partPath = partPath
         self.tagPath = tagPath
         self.existing = existing
         self.report = report
-        if existing > 0 { prefixHash = try FileDigest.hasher(path: partPath, upTo: existing) }
     }
 
     /// The answer head arrived: 206 resumes after the existing bytes, 200 starts over.
@@ -191,12 +195,11 @@ final class DownloadSink: @unchecked Sendable {
     func begin(status: Int, headers: [String: String]) -> Bool {
         let length = headers["content-length"].flatMap { Int64($0) }
         if status == 206 {
-            guard let range = headers["content-range"], let prefixHash, Self.rangeStart(range) == existing else {
+            guard let range = headers["content-range"], existing > 0, Self.rangeStart(range) == existing else {
                 localError = DepotError(.remote, "The server resumed the download at the wrong offset.", cause: FileTransferFailure(status: 206, serverCode: nil, retryable: false))
                 return false
             }
             fd = open(partPath, O_WRONLY | O_APPEND | O_CLOEXEC)
-            hasher = prefixHash
             total = existing
             expectedTotal = Self.rangeTotal(range)
         } else {
@@ -218,6 +221,9 @@ final class DownloadSink: @unchecked Sendable {
             localError = DepotError(.io, "The partial download file cannot be written.", detail: partPath)
             return false
         }
+        // The whole part is hashed from its first byte, so a resumed download verifies the
+        // bytes of earlier runs too.
+        hasher = BackgroundHasher(path: partPath, available: total)
         report(FileTransferProgress(bytesDone: total, totalBytes: expectedTotal))
         return true
     }
@@ -226,7 +232,6 @@ final class DownloadSink: @unchecked Sendable {
     func write(_ data: Data) -> Bool {
         guard fd >= 0 else { return false }
         let ok = data.withUnsafeBytes { bytes -> Bool in
-            hasher.update(bytes)
             var done = 0
             while done < bytes.count {
                 let n = posixWrite(fd, bytes.baseAddress.unsafelyUnwrapped + done, bytes.count - done)
@@ -243,6 +248,7 @@ final class DownloadSink: @unchecked Sendable {
             return false
         }
         total += Int64(data.count)
+        hasher?.advance(to: total)
         if total - lastReport >= 256 * 1024 || total == expectedTotal {
             lastReport = total
             report(FileTransferProgress(bytesDone: total, totalBytes: expectedTotal))
@@ -256,13 +262,14 @@ final class DownloadSink: @unchecked Sendable {
         _ = fsync(fd)
         _ = posixClose(fd)
         fd = -1
+        hasher?.close()
     }
 
-    /// The SHA-256 of the whole part.
-    func finish() -> String {
-        var done = hasher
-        return done.finalize()
-    }
+    /// The SHA-256 of the whole part, once the hasher has caught up; `nil` when the part
+    /// could not be read back.
+    func finish() -> String? { hasher?.wait() }
+
+    deinit { hasher?.abandon() }
 
     /// `bytes 100-199/1000` → 100.
     static func rangeStart(_ header: String) -> Int64? {
@@ -317,3 +324,91 @@ enum FileDigest {
 
 private func posixWrite(_ fd: Int32, _ pointer: UnsafeRawPointer, _ count: Int) -> Int { write(fd, pointer, count) }
 private func posixClose(_ fd: Int32) -> Int32 { close(fd) }
+
+/// Hashes a file that another thread is appending to, on a thread of its own: it reads the
+/// bytes back (from the page cache) up to the length published with ``advance(to:)``, and
+/// gives the digest once ``close()`` was called and everything is hashed.
+final class BackgroundHasher: @unchecked Sendable {
+    // @unchecked Sendable: `available`, `closed`, `abandoned`, `finished` and `digest` are
+    // read and written only while `condition` is locked; `path` is immutable.
+    private let condition = NSCondition()
+    private let path: String
+    private var available: Int64
+    private var closed = false
+    private var abandoned = false
+    private var finished = false
+    private var digest: String?
+
+    init(path: String, available: Int64) {
+        self.path = path
+        self.available = available
+        let thread = Thread { [self] in run() }
+        thread.start()
+    }
+
+    /// The file now holds `length` bytes.
+    func advance(to length: Int64) {
+        condition.lock()
+        available = length
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// No more bytes will come.
+    func close() {
+        condition.lock()
+        closed = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Stops without a digest (the download failed).
+    func abandon() {
+        condition.lock()
+        abandoned = true
+        closed = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits for the digest of the whole file; `nil` when it could not be read.
+    func wait() -> String? {
+        condition.lock()
+        defer { condition.unlock() }
+        while !finished { condition.wait() }
+        return digest
+    }
+
+    private func run() {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        var hasher = SHA256Hasher()
+        var done: Int64 = 0
+        var ok = fd >= 0
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while ok {
+            condition.lock()
+            while done >= available && !closed { condition.wait() }
+            let target = available
+            let stop = abandoned || (closed && done >= target)
+            condition.unlock()
+            if stop { break }
+            while done < target {
+                let want = Int(min(Int64(buffer.count), target - done))
+                let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(done)) }
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else {
+                    ok = false
+                    break
+                }
+                buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+                done += Int64(n)
+            }
+        }
+        if fd >= 0 { _ = posixClose(fd) }
+        condition.lock()
+        digest = ok && !abandoned ? hasher.finalize() : nil
+        finished = true
+        condition.broadcast()
+        condition.unlock()
+    }
+}
