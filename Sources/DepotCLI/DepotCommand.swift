@@ -36,7 +36,7 @@ struct DepotCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             TourCommand.self, InfoCommand.self, LoadCommand.self, DumpCommand.self, CountCommand.self,
-            QueryCommand.self, SQLCommand.self, CopyCommand.self, CheckCommand.self, SyncCommand.self, ServeCommand.self,
+            QueryCommand.self, SQLCommand.self, CopyCommand.self, CheckCommand.self, SyncCommand.self, ServeCommand.self, FilesCommand.self,
             BenchCommand.self, BenchSyncCommand.self, BenchRelationsCommand.self,
         ]
     )

@@ -9,15 +9,17 @@ struct ServeCommand: DepotSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Serve a store over HTTP (json-server conventions, ETags, idempotency keys, a change feed).",
-        usage: "depot serve [STORE] [--host H] [--port P]",
+        usage: "depot serve [STORE] [--host H] [--port P] [--files DIR]",
         discussion: """
             Binds to loopback (127.0.0.1) unless --host says otherwise; --port 0 picks a free \
             port. Prints the address it listens on, then serves until interrupted (Ctrl-C). \
             Routes: GET/POST /NAME, GET/PUT/PATCH/DELETE /NAME/ID, nested GET /NAME/ID/OTHER, \
-            GET /_changes?since=CURSOR&limit=N. See Docs/Server.md.
+            GET /_changes?since=CURSOR&limit=N. With --files DIR, also GET/HEAD/PUT/DELETE \
+            /_files/NAME and GET /_files (Docs/RemoteFiles.md). See Docs/Server.md.
 
             Example:
               depot serve sqlite:app.db --port 8080
+              depot serve sqlite:app.db --files ./files
             """
     )
 
@@ -30,6 +32,12 @@ struct ServeCommand: DepotSubcommand {
     @Option(help: "The port to listen on.")
     var port = 8080
 
+    @Option(help: ArgumentHelp("Serve files from this folder at /_files/NAME (created if missing; see 'depot files').", valueName: "DIR"))
+    var files: String?
+
+    @Option(help: ArgumentHelp("The largest file accepted by /_files, in bytes.", valueName: "BYTES"))
+    var maxFileSize: Int64 = 4 << 30
+
     @OptionGroup var global: GlobalOptions
 
     func execute(_ context: CommandContext) async throws -> Int32 {
@@ -37,13 +45,18 @@ struct ServeCommand: DepotSubcommand {
         guard (0...65535).contains(port) else {
             throw CLIFailure.usage("--port must be between 0 and 65535", "use 0 to pick a free port")
         }
+        guard maxFileSize > 0 else { throw CLIFailure.usage("--max-file-size must be positive", "for example --max-file-size 1073741824") }
         let store = try await StoreArguments.open(stores[0], context, mustExist: false)
-        let server = DepotServer(store: store, configuration: .init(host: host, port: port))
+        var configuration = DepotServer.Configuration(host: host, port: port)
+        configuration.filesDirectory = files
+        configuration.maxFileSize = maxFileSize
+        let server = DepotServer(store: store, configuration: configuration)
         let shown = StoreArguments.shown(stores[0])
         let quiet = global.quiet
         return try await StoreArguments.using(store) { _ in
             try await server.run { bound in
                 if !quiet { Console.stderr("depot: serving \(shown) on http://\(host):\(bound) (Ctrl-C to stop)\n") }
+                if !quiet, let files { Console.stderr("depot: serving files from \(files) at /_files\n") }
             }
             return ExitStatus.success
         }

@@ -65,11 +65,21 @@ struct SyncCommand: DepotSubcommand {
         return try await StoreArguments.using(store) { store in
             let coordinator = SyncCoordinator(store: store)
             try await coordinator.attach(name, to: endpoint)
+            // Uploads queued in the outbox (SyncCoordinator.enqueueUpload) go to the same server.
+            await coordinator.attachFiles(FileClient(baseURL: base, allowInsecureHTTP: allowInsecureHTTP))
             let events = await coordinator.events()
             let watcher = Task {
                 var pulled = 0, pushed = 0
+                var fileBar: (name: String, bar: Progress)?
                 for await event in events {
                     switch event {
+                    case .fileProgress(let file, let done, let total):
+                        if fileBar?.name != file {
+                            fileBar?.bar.finish()
+                            fileBar = (file, context.progress("upload \(file)", total: total.map { Int($0) }, unit: "B"))
+                        }
+                        fileBar?.bar.set(Int(done))
+                        continue
                     case .pulled(_, let count, _): pulled = count
                     case .pushed: pushed += 1
                     case .retrying(let request, let attempt, _): context.logger.info("retrying \(request) (attempt \(attempt))")

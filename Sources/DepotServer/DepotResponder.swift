@@ -9,6 +9,8 @@ import NIOCore
 struct DepotResponder: HTTPResponder {
     typealias Context = BasicRequestContext
     let handler: RequestHandler
+    /// The files folder of the `/_files` routes (DepotResponder+Files.swift), if any.
+    var files: FileRoot? = nil
 
     func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
         let path = request.uri.path
@@ -22,6 +24,7 @@ struct DepotResponder: HTTPResponder {
         case .delay(let ms)?: try? await Task.sleep(for: .milliseconds(ms))
         default: break
         }
+        if Self.isFilesPath(path) { return await respondFiles(to: request, fault: fault) }
         var request = request
         let body: [UInt8]
         do {

@@ -34,6 +34,12 @@ public final class DepotServer: Sendable {
         public var maxBodySize: Int
         /// The largest page a list or change-feed request may ask for.
         public var maxPageSize: Int
+        /// The folder `/_files/NAME` serves files from (created if missing); `nil` (the
+        /// default) serves no files. Servers given the same folder serve the same files
+        /// (Docs/RemoteFiles.md).
+        public var filesDirectory: String? = nil
+        /// The largest file accepted by `PUT /_files/NAME`, in bytes (larger ones get 413).
+        public var maxFileSize: Int64 = 4 << 30
         /// Faults to inject, for tests of clients; `nil` in production. Package-level: set
         /// through `init(faults:)` (ServerFaults.swift), never by users of the server.
         package var faults: ServerFaults? = nil
@@ -73,8 +79,9 @@ public final class DepotServer: Sendable {
     /// - Throws: ``DepotError`` `.io` when the address cannot be bound, `.invalidStore` when
     ///   the server already runs.
     public func start() async throws -> Int {
+        let files = try prepareFiles()
         let (stream, continuation) = AsyncStream<Int?>.makeStream()
-        let app = makeApplication { port in continuation.yield(port) }
+        let app = makeApplication(files: files) { port in continuation.yield(port) }
         let task = Task<Void, any Error> {
             defer { continuation.yield(nil) }
             try await app.run()
@@ -117,7 +124,8 @@ public final class DepotServer: Sendable {
     /// `onListening` receives the bound port once the server accepts connections.
     /// - Throws: ``DepotError`` `.io` when the address cannot be bound.
     public func run(onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
-        let app = makeApplication { port in if let port { onListening(port) } }
+        let files = try prepareFiles()
+        let app = makeApplication(files: files) { port in if let port { onListening(port) } }
         do {
             try await app.runService()
         } catch {
@@ -125,10 +133,16 @@ public final class DepotServer: Sendable {
         }
     }
 
-    private func makeApplication(onRunning: @escaping @Sendable (Int?) -> Void) -> some ApplicationProtocol {
+    /// The files folder, created if missing, or `nil` when none is configured.
+    private func prepareFiles() throws -> FileRoot? {
+        guard let directory = configuration.filesDirectory else { return nil }
+        return FileRoot(path: try FileRoot.prepare(directory), maxFileSize: configuration.maxFileSize)
+    }
+
+    private func makeApplication(files: FileRoot?, onRunning: @escaping @Sendable (Int?) -> Void) -> some ApplicationProtocol {
         var logger = Logger(label: "depot.server")
         logger.logLevel = .critical  // shutdown noise is not news; requests are not logged (headers may hold secrets)
-        let responder = DepotResponder(handler: RequestHandler(store: store, configuration: configuration))
+        let responder = DepotResponder(handler: RequestHandler(store: store, configuration: configuration), files: files)
         return Application(
             responder: responder,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),

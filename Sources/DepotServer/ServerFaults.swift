@@ -47,6 +47,14 @@ package enum ServerFault: Sendable, Hashable {
     case delay(milliseconds: Int)
     /// Handle the request (commit any write), then close the connection without an answer.
     case loseResponseAfterCommit
+    /// A file download (`GET /_files/NAME`) whose head promises the whole body but whose
+    /// connection closes after about this many bytes (a chunk boundary at or past it).
+    case truncateBody(afterBytes: Int)
+    /// A file download that announces and sends this many bytes fewer than the file holds:
+    /// a complete HTTP answer with the wrong length.
+    case understateLength(by: Int)
+    /// A file download that waits this long before each chunk, so a test can act mid-body.
+    case pace(milliseconds: Int)
 }
 
 extension DepotServer.Configuration {

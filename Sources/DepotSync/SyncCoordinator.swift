@@ -35,6 +35,8 @@ public actor SyncCoordinator {
     public var retryPolicy: RetryPolicy
 
     var endpoints: [String: SyncEndpoint] = [:]
+    /// Where queued uploads go (SyncCoordinator+Files.swift); `nil` keeps them queued.
+    var fileClient: FileClient?
     var feedMissing: Set<String> = []
     var subscribers: [UUID: AsyncStream<SyncEvent>.Continuation] = [:]
 
@@ -147,7 +149,8 @@ public actor SyncCoordinator {
         var report = SyncReport()
         do {
             if pull { try await pullCollection(collection, endpoint, &report) }
-            if push { try await pushCollections([collection.rawValue], &report) }
+            // Queued uploads first: record changes may refer to them (SyncCoordinator+Files.swift).
+            if push, try await pushFileUploads(&report) { try await pushCollections([collection.rawValue], &report) }
         } catch is CancellationError {
             throw DepotError(.cancelled, "The sync was cancelled; it resumes from its checkpoint next time.")
         } catch let error as DepotError where error.code == .remote {
@@ -155,7 +158,7 @@ public actor SyncCoordinator {
         }
         let name = collection.rawValue
         let counts = try await localRead { tx -> (Int, Int) in
-            let entries = try Outbox.entries(of: name, in: tx)
+            let entries = try Outbox.entries(of: name, in: tx) + Outbox.entries(of: SyncCoordinator.fileUploads, in: tx)
             let dead = entries.filter { $0.state == .dead }.count
             return (entries.count - dead, dead)
         }

@@ -79,6 +79,8 @@ public enum SyncEvent: Sendable, Hashable {
     case conflict(collection: String, id: RecordID, resolution: String)
     /// A record got the id the server assigned.
     case rekeyed(collection: String, from: RecordID, to: RecordID)
+    /// A queued upload of the file `name` has sent `bytesDone` of `totalBytes` bytes.
+    case fileProgress(name: String, bytesDone: Int64, totalBytes: Int64?)
     /// The sync ended.
     case finished(SyncReport)
 }

@@ -1,0 +1,172 @@
+/// An incremental SHA-256 (FIPS 180-4) in plain Swift, with no I/O: feed bytes with
+/// ``update(_:)`` in pieces of any size, then read ``finalize()`` once.
+///
+/// File transfers (Docs/RemoteFiles.md) verify every upload and download with it, on the
+/// client and on the server, so neither needs a cryptography package. It holds 64 bytes of
+/// pending input at most, whatever the message size.
+///
+/// ```swift
+/// var hasher = SHA256Hasher()
+/// hasher.update(Array("ab".utf8))
+/// hasher.update(Array("c".utf8))
+/// hasher.finalize()   // "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+/// ```
+public struct SHA256Hasher: Sendable {
+    private var h0: UInt32 = 0x6a09_e667, h1: UInt32 = 0xbb67_ae85, h2: UInt32 = 0x3c6e_f372, h3: UInt32 = 0xa54f_f53a
+    private var h4: UInt32 = 0x510e_527f, h5: UInt32 = 0x9b05_688c, h6: UInt32 = 0x1f83_d9ab, h7: UInt32 = 0x5be0_cd19
+    /// Input not yet compressed (fewer than 64 bytes).
+    private var pending: [UInt8] = []
+    /// Bytes fed so far.
+    private var length: UInt64 = 0
+
+    /// Makes a hasher for a new message.
+    public init() { pending.reserveCapacity(64) }
+
+    /// The number of bytes fed so far.
+    public var byteCount: UInt64 { length }
+
+    /// Adds bytes to the message.
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        guard var base = bytes.baseAddress else { return }
+        var count = bytes.count
+        length &+= UInt64(count)
+        if !pending.isEmpty {
+            let take = min(64 - pending.count, count)
+            pending.append(contentsOf: UnsafeRawBufferPointer(start: base, count: take))
+            base += take
+            count -= take
+            if pending.count == 64 {
+                let block = pending
+                block.withUnsafeBytes { compress($0.baseAddress.unsafelyUnwrapped, blocks: 1) }
+                pending.removeAll(keepingCapacity: true)
+            } else {
+                return
+            }
+        }
+        let whole = count / 64
+        if whole > 0 {
+            compress(base, blocks: whole)
+            base += whole * 64
+            count -= whole * 64
+        }
+        if count > 0 { pending.append(contentsOf: UnsafeRawBufferPointer(start: base, count: count)) }
+    }
+
+    /// Adds bytes to the message.
+    public mutating func update(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { update($0) }
+    }
+
+    /// The digest of everything fed, as 32 bytes. The hasher must not be fed afterwards.
+    public mutating func finalizeBytes() -> [UInt8] {
+        let bits = length &* 8
+        var tail = pending
+        tail.append(0x80)
+        while tail.count % 64 != 56 { tail.append(0) }
+        for shift in stride(from: 56, through: 0, by: -8) { tail.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+        tail.withUnsafeBytes { compress($0.baseAddress.unsafelyUnwrapped, blocks: tail.count / 64) }
+        pending.removeAll()
+        var out: [UInt8] = []
+        out.reserveCapacity(32)
+        for word in [h0, h1, h2, h3, h4, h5, h6, h7] {
+            out.append(UInt8(truncatingIfNeeded: word >> 24))
+            out.append(UInt8(truncatingIfNeeded: word >> 16))
+            out.append(UInt8(truncatingIfNeeded: word >> 8))
+            out.append(UInt8(truncatingIfNeeded: word))
+        }
+        return out
+    }
+
+    /// The digest of everything fed, as 64 lowercase hex digits. The hasher must not be fed
+    /// afterwards.
+    public mutating func finalize() -> String {
+        Self.hex(finalizeBytes())
+    }
+
+    /// The SHA-256 of `bytes` as 64 lowercase hex digits.
+    public static func hash(_ bytes: [UInt8]) -> String {
+        var hasher = SHA256Hasher()
+        hasher.update(bytes)
+        return hasher.finalize()
+    }
+
+    /// `true` when `text` is 64 lowercase hex digits, the form ``finalize()`` returns.
+    public static func isDigest(_ text: String) -> Bool {
+        text.utf8.count == 64 && text.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    // The round constants: the first 32 bits of the fractional parts of the cube roots of
+    // the first 64 primes.
+    private static let k: [UInt32] = [
+        0x428a_2f98, 0x7137_4491, 0xb5c0_fbcf, 0xe9b5_dba5, 0x3956_c25b, 0x59f1_11f1, 0x923f_82a4, 0xab1c_5ed5,
+        0xd807_aa98, 0x1283_5b01, 0x2431_85be, 0x550c_7dc3, 0x72be_5d74, 0x80de_b1fe, 0x9bdc_06a7, 0xc19b_f174,
+        0xe49b_69c1, 0xefbe_4786, 0x0fc1_9dc6, 0x240c_a1cc, 0x2de9_2c6f, 0x4a74_84aa, 0x5cb0_a9dc, 0x76f9_88da,
+        0x983e_5152, 0xa831_c66d, 0xb003_27c8, 0xbf59_7fc7, 0xc6e0_0bf3, 0xd5a7_9147, 0x06ca_6351, 0x1429_2967,
+        0x27b7_0a85, 0x2e1b_2138, 0x4d2c_6dfc, 0x5338_0d13, 0x650a_7354, 0x766a_0abb, 0x81c2_c92e, 0x9272_2c85,
+        0xa2bf_e8a1, 0xa81a_664b, 0xc24b_8b70, 0xc76c_51a3, 0xd192_e819, 0xd699_0624, 0xf40e_3585, 0x106a_a070,
+        0x19a4_c116, 0x1e37_6c08, 0x2748_774c, 0x34b0_bcb5, 0x391c_0cb3, 0x4ed8_aa4a, 0x5b9c_ca4f, 0x682e_6ff3,
+        0x748f_82ee, 0x78a5_636f, 0x84c8_7814, 0x8cc7_0208, 0x90be_fffa, 0xa450_6ceb, 0xbef9_a3f7, 0xc671_78f2,
+    ]
+
+    @inline(__always)
+    private static func rotr(_ x: UInt32, _ n: UInt32) -> UInt32 { (x >> n) | (x << (32 &- n)) }
+
+    /// Compresses `blocks` 64-byte blocks starting at `base` into the state.
+    private mutating func compress(_ base: UnsafeRawPointer, blocks: Int) {
+        var state = [h0, h1, h2, h3, h4, h5, h6, h7]
+        state.withUnsafeMutableBufferPointer { statePointer in
+            Self.k.withUnsafeBufferPointer { k in
+                withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
+                    Self.run(base, blocks: blocks, state: statePointer.baseAddress.unsafelyUnwrapped, k: k.baseAddress.unsafelyUnwrapped, w: w.baseAddress.unsafelyUnwrapped)
+                }
+            }
+        }
+        h0 = state[0]; h1 = state[1]; h2 = state[2]; h3 = state[3]
+        h4 = state[4]; h5 = state[5]; h6 = state[6]; h7 = state[7]
+    }
+
+    /// The compression function over plain pointers, so no local is captured by a closure.
+    private static func run(
+        _ base: UnsafeRawPointer, blocks: Int, state: UnsafeMutablePointer<UInt32>, k: UnsafePointer<UInt32>, w: UnsafeMutablePointer<UInt32>
+    ) {
+        var a0 = state[0], b0 = state[1], c0 = state[2], d0 = state[3]
+        var e0 = state[4], f0 = state[5], g0 = state[6], hh0 = state[7]
+        for block in 0..<blocks {
+            let p = base + block &* 64
+            for i in 0..<16 {
+                w[i] = UInt32(bigEndian: p.loadUnaligned(fromByteOffset: i &* 4, as: UInt32.self))
+            }
+            for i in 16..<64 {
+                let x = w[i &- 15], y = w[i &- 2]
+                let s0 = rotr(x, 7) ^ rotr(x, 18) ^ (x >> 3)
+                let s1 = rotr(y, 17) ^ rotr(y, 19) ^ (y >> 10)
+                w[i] = w[i &- 16] &+ s0 &+ w[i &- 7] &+ s1
+            }
+            var a = a0, b = b0, c = c0, d = d0, e = e0, f = f0, g = g0, h = hh0
+            for i in 0..<64 {
+                let s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)
+                let choice = (e & f) ^ (~e & g)
+                let t1 = h &+ s1 &+ choice &+ k[i] &+ w[i]
+                let s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)
+                let majority = (a & b) ^ (a & c) ^ (b & c)
+                h = g; g = f; f = e; e = d &+ t1
+                d = c; c = b; b = a; a = t1 &+ s0 &+ majority
+            }
+            a0 &+= a; b0 &+= b; c0 &+= c; d0 &+= d
+            e0 &+= e; f0 &+= f; g0 &+= g; hh0 &+= h
+        }
+        state[0] = a0; state[1] = b0; state[2] = c0; state[3] = d0
+        state[4] = e0; state[5] = f0; state[6] = g0; state[7] = hh0
+    }
+}
