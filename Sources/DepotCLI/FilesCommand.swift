@@ -3,7 +3,7 @@ import Depot
 import Foundation
 
 /// `depot files put|get|ls|rm`: moves files to and from a server's `/_files` routes
-/// (Docs/RemoteFiles.md) with ``FileClient``.
+/// (Docs/Remote.md, "Files") with ``FileClient``.
 struct FilesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "files",
@@ -13,7 +13,7 @@ struct FilesCommand: AsyncParsableCommand {
             and to disk, show a progress bar on a terminal (nothing on a pipe), are retried with \
             backoff, and are checked with SHA-256. 'get' writes LOCAL_PATH.part first and renames \
             it only when whole and verified; run it again after an interruption to resume. \
-            put and get print one JSON line: name, size, sha256, etag. See Docs/RemoteFiles.md.
+            put and get print one JSON line: name, size, sha256, etag. See Docs/Remote.md, "Files".
 
             Examples:
               depot files put http://127.0.0.1:8080 ./photo.jpg photo.jpg

@@ -15,7 +15,7 @@ struct ServeCommand: DepotSubcommand {
             port. Prints the address it listens on, then serves until interrupted (Ctrl-C). \
             Routes: GET/POST /NAME, GET/PUT/PATCH/DELETE /NAME/ID, nested GET /NAME/ID/OTHER, \
             GET /_changes?since=CURSOR&limit=N. With --files DIR, also GET/HEAD/PUT/DELETE \
-            /_files/NAME and GET /_files (Docs/RemoteFiles.md). See Docs/Server.md.
+            /_files/NAME and GET /_files (Docs/Remote.md, "Files"). See Docs/Server.md.
 
             Example:
               depot serve sqlite:app.db --port 8080

@@ -1,7 +1,7 @@
 /// An incremental SHA-256 (FIPS 180-4) in plain Swift, with no I/O: feed bytes with
 /// ``update(_:)`` in pieces of any size, then read ``finalize()`` once.
 ///
-/// File transfers (Docs/RemoteFiles.md) verify every upload and download with it, on the
+/// File transfers (Docs/Remote.md, "Files") verify every upload and download with it, on the
 /// client and on the server, so neither needs a cryptography package. It holds 64 bytes of
 /// pending input at most, whatever the message size.
 ///

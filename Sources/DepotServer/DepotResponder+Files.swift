@@ -14,7 +14,7 @@ import Musl
 import Darwin
 #endif
 
-/// The `/_files` routes (Docs/RemoteFiles.md): bodies stream between the socket and the
+/// The `/_files` routes (Docs/Remote.md, "Files"): bodies stream between the socket and the
 /// disk in chunks of ``FileRoot/chunkSize``, so a file never sits in memory.
 ///
 /// - `GET /_files`: the list, `[{"name","size","etag","sha256"?}]` sorted by name.

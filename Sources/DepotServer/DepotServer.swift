@@ -36,7 +36,7 @@ public final class DepotServer: Sendable {
         public var maxPageSize: Int
         /// The folder `/_files/NAME` serves files from (created if missing); `nil` (the
         /// default) serves no files. Servers given the same folder serve the same files
-        /// (Docs/RemoteFiles.md).
+        /// (Docs/Remote.md, "Files").
         public var filesDirectory: String? = nil
         /// The largest file accepted by `PUT /_files/NAME`, in bytes (larger ones get 413).
         public var maxFileSize: Int64 = 4 << 30

@@ -9,7 +9,7 @@ import Musl
 import Darwin
 #endif
 
-/// The folder a ``DepotServer`` serves files from (`/_files/NAME`, Docs/RemoteFiles.md).
+/// The folder a ``DepotServer`` serves files from (`/_files/NAME`, Docs/Remote.md, "Files").
 ///
 /// Layout: a file named `NAME` is the regular file `ROOT/NAME`. Everything else the server
 /// keeps in the folder starts with a dot, and no valid name does, so none of it can ever be

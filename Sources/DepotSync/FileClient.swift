@@ -12,7 +12,7 @@ import FoundationNetworking
 #endif
 
 /// Uploads, downloads, lists and deletes files on a server with DepotServer's `/_files`
-/// routes (Docs/RemoteFiles.md), streaming from and to disk so memory stays bounded
+/// routes (Docs/Remote.md, "Files"), streaming from and to disk so memory stays bounded
 /// whatever the file's size.
 ///
 /// ```swift

@@ -3,7 +3,7 @@ import DepotWire
 import Foundation
 
 /// How a record refers to a file served at `/_files/NAME`: a string field holding the
-/// file's path on the server, `"/_files/NAME"` (Docs/RemoteFiles.md, "Records that refer to
+/// file's path on the server, `"/_files/NAME"` (Docs/Remote.md, "Uploads queued offline, and records that refer to
 /// files"). It is plain JSON, so any client and the server read it as text.
 ///
 /// ```swift
