@@ -48,7 +48,8 @@ let package = Package(
     ],
     targets: [
         // Values, errors, queries, the StorageDriver protocol and the public API. No I/O.
-        .target(name: "DepotCore", swiftSettings: settings),
+        .target(name: "CDepotSHA256"),
+        .target(name: "DepotCore", dependencies: ["CDepotSHA256"], swiftSettings: settings),
         // The reference driver: everything in memory, no I/O.
         .target(name: "DepotMemory", dependencies: ["DepotCore"], swiftSettings: settings),
         // The executable contract every driver runs (no test framework inside).

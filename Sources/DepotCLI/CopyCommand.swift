@@ -197,12 +197,12 @@ struct StoreCopier {
 /// A collection's fingerprint: the SHA-256 of each record's JSON (``Record/jsonText``,
 /// top-level nulls dropped) followed by a newline, in id order.
 struct CollectionDigest {
-    private var sha = SHA256()
+    private var sha = SHA256Hasher()
     private(set) var count = 0
 
     mutating func add(_ record: Record) {
-        sha.update(record.withoutNulls.jsonText.utf8)
-        sha.update(CollectionOfOne(0x0A))
+        sha.update(Array(record.withoutNulls.jsonText.utf8))
+        sha.update([0x0A])
         count += 1
     }
 

@@ -392,19 +392,6 @@ struct CLITests {
 
 @Suite("depot CLI pieces")
 struct CLIPieceTests {
-    @Test("SHA-256 matches the FIPS 180-4 examples")
-    func sha256() {
-        func digest(_ text: String) -> String {
-            var sha = SHA256()
-            sha.update(text.utf8)
-            return sha.finalize()
-        }
-        #expect(digest("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
-        #expect(digest("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(digest("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
-        #expect(digest(String(repeating: "a", count: 1000)) == "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3")
-    }
-
     @Test("--where parses every operator and JSON literal")
     func whereParser() async throws {
         #expect(try WhereParser.parse("year >= 1950") == .greaterOrEqual("year", 1950))

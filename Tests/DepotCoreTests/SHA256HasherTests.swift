@@ -1,4 +1,5 @@
 import DepotCore
+import Foundation
 import Testing
 
 /// SHA256Hasher against the FIPS 180-4 example messages and the NIST byte-oriented test
@@ -72,5 +73,50 @@ struct SHA256HasherTests {
         #expect(!SHA256Hasher.isDigest(SHA256Hasher.hash([]).uppercased()))
         #expect(!SHA256Hasher.isDigest(String(SHA256Hasher.hash([]).dropLast())))
         #expect(!SHA256Hasher.isDigest(String(repeating: "g", count: 64)))
+    }
+
+    @Test("the FIPS 180-4 examples and the long-message vector on the portable path too")
+    func portablePath() {
+        for (message, digest) in Self.vectors {
+            var hasher = SHA256Hasher(hardwareAcceleration: false)
+            hasher.update(Array(message.utf8))
+            #expect(hasher.finalize() == digest)
+        }
+        var hasher = SHA256Hasher(hardwareAcceleration: false)
+        hasher.update([UInt8](repeating: 0x61, count: 1_000_000))
+        #expect(hasher.finalize() == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    }
+
+    @Test("the processor's SHA-256 instructions and the portable code agree on random messages cut at random places")
+    func hardwareMatchesPortable() {
+        var random = SplitMix64(seed: 0x5348_4132)
+        var lengths = Array(0...200) + [4095, 4096, 4097, 65_536 + 3]
+        lengths.append(1 << 20)
+        for length in lengths {
+            let bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+            var portable = SHA256Hasher(hardwareAcceleration: false)
+            var fast = SHA256Hasher()
+            var at = 0
+            while at < length {
+                // The same message in pieces of different sizes on each side.
+                let a = min(length - at, Int(random.next() % 300))
+                portable.update(Array(bytes[at..<(at + a)]))
+                at += a
+            }
+            fast.update(bytes)
+            #expect(fast.finalize() == portable.finalize(), "length \(length)")
+        }
+    }
+
+    @Test("the x86 SHA extensions are used where the processor has them")
+    func acceleratedWhereAvailable() throws {
+        #if os(Linux) && arch(x86_64)
+        // /proc/cpuinfo lists the 'sha_ni' flag where the processor has the instructions.
+        let cpuinfo = try String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)
+        let flags = cpuinfo.split(separator: "\n").first { $0.hasPrefix("flags") }.map { $0.split(separator: " ").map(String.init) } ?? []
+        #expect(SHA256Hasher.isHardwareAccelerated == flags.contains("sha_ni"))
+        #elseif !arch(x86_64)
+        #expect(!SHA256Hasher.isHardwareAccelerated)
+        #endif
     }
 }
