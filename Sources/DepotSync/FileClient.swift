@@ -129,8 +129,9 @@ public struct FileClient: Sendable {
             var retry = 0
             while true {
                 try Task.checkCancellation()
-                // No `Expect: 100-continue`: it would cost a round trip (or a second's wait) per upload.
-                var headers = ["Content-Type": "application/octet-stream", "Content-Length": String(size), "Depot-SHA256": digest, "Expect": ""]
+                // No `Expect: 100-continue`: it would cost a round trip (or a second's wait) per
+                // upload. No `Content-Length`: the body goes out chunked (StreamingSession.upload).
+                var headers = ["Content-Type": "application/octet-stream", "Depot-SHA256": digest, "Expect": ""]
                 if let ifMatch { headers["If-Match"] = ifMatch }
                 let request = try client.request("PUT", path: "/_files/" + Self.encode(name), headers: headers)
                 let outcome = await StreamingSession.upload(request, fromFile: source, timeout: client.timeout) { sent in
