@@ -53,13 +53,22 @@ public final class JSONFileDriver: StorageDriver {
         public var lockTimeout: Duration
         /// The largest file the driver reads; a larger one throws `.decoding`.
         public var maximumFileSize: Int
+        /// `true`: a read trusts the kernel's change notification for the store's folder
+        /// (inotify, Linux) and `stat`s the file only after something in the folder
+        /// changed. `false`, or where there is no notification: every read `stat`s the file.
+        /// Docs/JSONFileDriver.md, "Reads".
+        public var changeNotification: Bool
 
         /// Makes a configuration; the defaults are those of `json:PATH` without options.
-        public init(durability: Durability = .full, pretty: Bool = true, lockTimeout: Duration = .seconds(5), maximumFileSize: Int = 1 << 30) {
+        public init(
+            durability: Durability = .full, pretty: Bool = true, lockTimeout: Duration = .seconds(5), maximumFileSize: Int = 1 << 30,
+            changeNotification: Bool = true
+        ) {
             self.durability = durability
             self.pretty = pretty
             self.lockTimeout = lockTimeout
             self.maximumFileSize = maximumFileSize
+            self.changeNotification = changeNotification
         }
     }
 
@@ -108,11 +117,12 @@ public final class JSONFileDriver: StorageDriver {
         thread.stop()
     }
 
-    /// Registers the `json` scheme: `json:PATH?durability=full|normal&pretty=true|false&lock_timeout_ms=N`.
+    /// Registers the `json` scheme: `json:PATH?durability=full|normal&pretty=true|false&lock_timeout_ms=N&notify=true|false`.
     ///
     /// - `durability` (default `full`): see ``Configuration/durability``.
     /// - `pretty` (default `true`): see ``Configuration/pretty``.
     /// - `lock_timeout_ms` (default 5000): see ``Configuration/lockTimeout``.
+    /// - `notify` (default `true`): see ``Configuration/changeNotification``.
     ///
     /// Unknown options and malformed values throw `.invalidStore`.
     public static func register(in registry: inout DriverRegistry) {
@@ -124,8 +134,13 @@ public final class JSONFileDriver: StorageDriver {
     /// The configuration a store string asks for.
     /// - Throws: `.invalidStore` for unknown options or malformed values.
     public static func configuration(from location: StoreLocation) throws -> Configuration {
-        try location.rejectUnknownOptions(["durability", "pretty", "lock_timeout_ms"])
+        try location.rejectUnknownOptions(["durability", "pretty", "lock_timeout_ms", "notify"])
         var configuration = Configuration(durability: try location.durability())
+        switch location.options["notify"] {
+        case nil, "true"?: configuration.changeNotification = true
+        case "false"?: configuration.changeNotification = false
+        default: throw DepotError(.invalidStore, "Option notify must be 'true' or 'false'.")
+        }
         switch location.options["pretty"] {
         case nil, "true"?: configuration.pretty = true
         case "false"?: configuration.pretty = false

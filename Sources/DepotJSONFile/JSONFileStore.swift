@@ -6,9 +6,10 @@ import Synchronization
 /// file on disk, the lock, and the commit procedure. Used only on the driver's thread,
 /// except ``published`` and ``unchangedSnapshot()``, which any thread may use.
 final class JSONFileStore: @unchecked Sendable {
-    // @unchecked: every method and property except `published` (a Mutex) and
-    // `unchangedSnapshot()` (which reads only `published`, the immutable `path` and the
-    // Sendable, thread-safe `fs`) is used only from jobs run on the owning driver's
+    // @unchecked: every method and property except `published` (a Mutex),
+    // `unchangedSnapshot()` and `checkedSnapshot()` (which read only `published`, the
+    // immutable `path`, the Sendable `watch` and the Sendable, thread-safe `fs`) is used
+    // only from jobs run on the owning driver's
     // `BlockingExecutor` (one worker), which runs one job at a time; so no two accesses
     // ever overlap.
 
@@ -30,6 +31,9 @@ final class JSONFileStore: @unchecked Sendable {
     let lockPath: String
     let configuration: JSONFileDriver.Configuration
     let fs: any JSONFileSystem
+    /// The change notification over the store's folder, made before the first load so no
+    /// edit after it goes unreported; `nil`: every read `stat`s.
+    let watch: FileChangeWatch?
 
     // Invariant for readers: `committed` is always assigned before `known`. A reader trusts
     // the published state only when the file still has the published identity; publishing a
@@ -60,12 +64,28 @@ final class JSONFileStore: @unchecked Sendable {
         _ = consume previous
     }
 
-    /// The published committed state when the file on disk is still the one it holds
-    /// (one `stat` on the calling thread, no other I/O); `nil` when the driver's thread must
-    /// look (the file changed, or its state is not known or not readable). Safe from any
-    /// thread.
+    /// The published committed state when the file on disk is still the one it holds;
+    /// `nil` when the driver's thread must look (the file changed, or its state is not known
+    /// or not readable). Safe from any thread, no I/O but one system call: with a change
+    /// watch that reports nothing new, an `ioctl`; otherwise a `stat` (after draining the
+    /// watch's events, so that the reads after it can skip the `stat` again).
     /// - Throws: `.closed` once the store is closed, `.io` when the file cannot be checked.
     func unchangedSnapshot() throws -> JSONStoreState? {
+        if let watch, watch.isQuiet() {
+            let current = published.withLock { $0 }
+            if current.isClosed { throw DepotError(.closed, "The JSON store \(path) is closed.") }
+            switch current.known {
+            case .loaded, .missing: return current.state
+            case .unknown, .unreadable: return nil
+            }
+        }
+        if let watch, let verified = try watch.drainThenVerify({ try checkedSnapshot() }) { return verified }
+        return try checkedSnapshot()
+    }
+
+    /// The published committed state when one `stat` finds the file still has the published
+    /// identity (or still missing); `nil` otherwise.
+    private func checkedSnapshot() throws -> JSONStoreState? {
         let current = published.withLock { $0 }
         if current.isClosed { throw DepotError(.closed, "The JSON store \(path) is closed.") }
         let expected: FileIdentity?
@@ -78,6 +98,7 @@ final class JSONFileStore: @unchecked Sendable {
         do { now = try fs.identity(ofPath: path) } catch { throw JSONFileDriver.mapError(error, while: "check the store file \(path)") }
         return now == expected ? current.state : nil
     }
+
     /// An open descriptor of the file `known` describes. Holding it keeps the inode alive,
     /// so a replacement file can never reuse its inode number and look unchanged.
     private var pinned: Int32?
@@ -97,6 +118,7 @@ final class JSONFileStore: @unchecked Sendable {
         lockPath = path + ".lock"
         self.configuration = configuration
         self.fs = fileSystem
+        watch = configuration.changeNotification ? fileSystem.changeWatch(directory: directory) : nil
     }
 
     // MARK: Loading

@@ -71,6 +71,14 @@ package protocol JSONFileSystem: Sendable {
 
     /// Releases the lock taken by ``tryLock(_:)``.
     func unlock(_ fd: Int32)
+    /// A change notification over the store's folder, or `nil` to have every read `stat`
+    /// the file (the default: a file system a test simulates has no notifications).
+    func changeWatch(directory: String) -> FileChangeWatch?
+}
+
+extension JSONFileSystem {
+    /// No notification: every read `stat`s the file.
+    package func changeWatch(directory: String) -> FileChangeWatch? { nil }
 }
 
 /// What identifies one version of a file: if any part differs, someone replaced or edited it.

@@ -99,6 +99,11 @@ package struct PosixFileSystem: JSONFileSystem {
         if Glibc.fsync(fd) != 0 { throw FileSystemError(operation: "fsync directory", path: path, errno: errno) }
     }
 
+    /// inotify over `directory` on Linux (``FileChangeWatch``); `nil` elsewhere.
+    package func changeWatch(directory: String) -> FileChangeWatch? {
+        FileChangeWatch.make(directory: directory)
+    }
+
     package func identity(ofPath path: String) throws -> FileIdentity? {
         var st = stat()
         if stat(path, &st) != 0 {
