@@ -12,7 +12,7 @@ import Testing
 
     /// A server holding posts with ids and ranks `ranks`.
     func seed(_ url: URL, _ ranks: ClosedRange<Int>) async throws {
-        let posts = RemoteResource<RemotePost>(baseURL: url, path: "/posts", transport: URLSessionTransport(timeout: 10))
+        let posts = RemoteResource<RemotePost>(baseURL: url, path: "/posts", transport: URLSessionTransport(timeout: remoteTestTimeout))
         for rank in ranks { _ = try await posts.create(post(rank, rank: rank)) }
     }
 

@@ -16,7 +16,7 @@ import Testing
     ]
 
     func resource(_ server: JSONServerProcess) -> RemoteResource<RemotePost> {
-        var posts = RemoteResource<RemotePost>(baseURL: server.url, path: "/posts", transport: URLSessionTransport(timeout: 10), sleeper: RecordingSleeper())
+        var posts = RemoteResource<RemotePost>(baseURL: server.url, path: "/posts", transport: URLSessionTransport(timeout: remoteTestTimeout), sleeper: RecordingSleeper())
         posts.keyMapping = ["userId": "user_id", "title": "headline"]
         return posts
     }

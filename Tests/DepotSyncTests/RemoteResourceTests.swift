@@ -9,7 +9,7 @@ import Testing
 /// Typed remote resources against DepotServer on loopback, and against scripted answers for
 /// the shapes DepotServer never sends (envelopes, error bodies, retries).
 @Suite struct RemoteResourceTests {
-    func resource(_ url: URL, _ transport: any HTTPTransport = URLSessionTransport(timeout: 10)) -> RemoteResource<RemotePost> {
+    func resource(_ url: URL, _ transport: any HTTPTransport = URLSessionTransport(timeout: remoteTestTimeout)) -> RemoteResource<RemotePost> {
         RemoteResource<RemotePost>(baseURL: url, path: "/posts", transport: transport, sleeper: RecordingSleeper())
     }
 

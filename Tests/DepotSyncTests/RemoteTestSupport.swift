@@ -95,10 +95,17 @@ func post(_ id: Int?, rank: Int, title: String? = nil, userId: Int = 1, secret: 
 
 // MARK: Transports
 
+/// The per-request timeout of the remote-resource tests against healthy peers. Their
+/// creates (POST without an idempotency key) are never retried, so a request must outlast a
+/// stall of the whole test process: in full-suite runs on the 2-core machine under load, every
+/// test of the process has been seen to pause for about 60 s at once (cause not found yet),
+/// and 10 s made these POSTs fail.
+let remoteTestTimeout: TimeInterval = 120
+
 /// The real transport, counting what it sends (method and path), for tests of which read
 /// policy asks the network.
 final class CountingTransport: HTTPTransport {
-    let inner = URLSessionTransport(timeout: 10)
+    let inner = URLSessionTransport(timeout: remoteTestTimeout)
     let sent = Mutex<[String]>([])
     func send(_ request: HTTPRequestSpec) async throws -> HTTPAnswer {
         sent.withLock { $0.append(request.method + " " + request.url.path) }
@@ -149,9 +156,10 @@ final class JSONServerProcess: @unchecked Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        // Up to 15 s for the interpreter to start on a busy machine.
+        // Up to 60 s for the interpreter to start on a busy machine (or through a stall of
+        // the test process, see remoteTestTimeout).
         let probe = URLSessionTransport(timeout: 2)
-        for _ in 0..<150 {
+        for _ in 0..<600 {
             guard process.isRunning else { break }
             if let answer = try? await probe.send(HTTPRequestSpec(method: "GET", url: url.appendingPathComponent("_db"))), answer.status == 200 {
                 return
@@ -159,7 +167,7 @@ final class JSONServerProcess: @unchecked Sendable {
             try await Task.sleep(for: .milliseconds(100))
         }
         await stop()
-        throw DepotError(.unsupported, "simple-json-server did not answer on port \(port) within 15 s. " + Self.installHint)
+        throw DepotError(.unsupported, "simple-json-server did not answer on port \(port) within 60 s. " + Self.installHint)
     }
 
     /// The server's `db.json` as it is on disk now.
