@@ -1,14 +1,12 @@
 // SHA-256 compression with the x86 SHA extensions (SHA256RNDS2, SHA256MSG1, SHA256MSG2),
-// chosen at run time by CPUID. Written from the instructions' definitions in Intel's
-// Software Developer's Manual; the portable path stays in Swift (SHA256Hasher.swift).
+// chosen at run time by CPUID; the portable path stays in Swift (SHA256Hasher.swift, whose
+// tests compare the two).
 // Functions carry their own target attribute, so the package needs no compiler flags.
 
 #include "depot_sha256.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#include <immintrin.h>
-
+// The round constants: the first 32 bits of the fractional parts of the cube roots of the
+// first 64 primes (FIPS 180-4, 4.2.2). The Swift code uses them too.
 static const uint32_t depot_sha256_k[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
     0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
@@ -19,6 +17,12 @@ static const uint32_t depot_sha256_k[64] = {
     0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
 };
+
+const uint32_t *depot_sha256_round_constants(void) { return depot_sha256_k; }
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <immintrin.h>
 
 // -1: not probed yet; 0: no; 1: yes. A benign race: every thread computes the same answer.
 static int depot_sha256_hw = -1;

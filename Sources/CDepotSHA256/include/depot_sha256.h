@@ -10,6 +10,9 @@
 /// No I/O, no allocation. See Sources/DepotCore/SHA256Hasher.swift.
 int depot_sha256_compress_hw(uint32_t state[8], const uint8_t *data, size_t blocks);
 
+/// The 64 round constants of SHA-256, for the portable compression in Swift.
+const uint32_t *depot_sha256_round_constants(void);
+
 /// 1 when depot_sha256_compress_hw uses the processor's SHA-256 instructions, 0 otherwise.
 int depot_sha256_hw_available(void);
 
