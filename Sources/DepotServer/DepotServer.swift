@@ -34,6 +34,11 @@ public final class DepotServer: Sendable {
         public var maxBodySize: Int
         /// The largest page a list or change-feed request may ask for.
         public var maxPageSize: Int
+        /// The most entries one `POST /_batch` may carry (more get 413 `batchTooLarge`).
+        public var maxBatchEntries: Int = 1_000
+        /// The largest `POST /_batch` body accepted, in bytes (larger ones get 413
+        /// `batchTooLarge`); each entry's own body is still held to ``maxBodySize``.
+        public var maxBatchBodySize: Int = 16 << 20
         /// The folder `/_files/NAME` serves files from (created if missing); `nil` (the
         /// default) serves no files. Servers given the same folder serve the same files
         /// (Docs/Remote.md, "Files").
