@@ -8,6 +8,17 @@ extension RequestHandler {
     /// The path segment of the batch route; names starting with `_` are never collections.
     static let batchSegment = "_batch"
 
+    /// Answers `GET /_batch`: `{"maxEntries": N, "maxBytes": M}`, the limits of a batch.
+    /// A client asks this (a safe request) before its first batch: a server that answers
+    /// anything else has no batch route, and a POST there might even store the batch as a
+    /// record (Docs/Server.md, "Batched writes").
+    func batchLimits() -> WireResponse {
+        let body: FieldValue = .object([
+            "maxEntries": .int(Int64(configuration.maxBatchEntries)), "maxBytes": .int(Int64(configuration.maxBatchBodySize)),
+        ])
+        return .json(200, JSONText.serialize(body))
+    }
+
     /// Answers `POST /_batch`: parses the entries, resolves each through the single-request
     /// routes, applies the writes in as few transactions as their failures allow, and
     /// answers `{"results": [...]}` in entry order.

@@ -84,8 +84,12 @@ struct RequestHandler: Sendable {
             guard method == "GET" else { throw methodNotAllowed(method) }
             return .answer(try await changes(params))
         case 1 where segments[0] == Self.batchSegment:
-            guard method == "POST", !inBatch else { throw methodNotAllowed(method) }
-            return .batch
+            guard !inBatch else { throw methodNotAllowed(method) }
+            switch method {
+            case "GET": return .answer(batchLimits())
+            case "POST": return .batch
+            default: throw methodNotAllowed(method)
+            }
         case 1:
             let collection = try collectionName(segments[0])
             switch method {

@@ -215,7 +215,9 @@ struct BatchRouteTests {
                 Step(method: "POST", path: "/_changes", body: "{}"),
             ])))
             #expect(reads.map(\.status) == [405, 405, 405])
-            #expect(try await live.send("GET", "/_batch").status == 405)
+            let limits = try await live.send("GET", "/_batch")
+            #expect(limits.status == 200 && limits.json == ["maxEntries": 5, "maxBytes": 1_000])
+            #expect(try await live.send("PUT", "/_batch", json: "{}").status == 405)
         } catch {
             await server.stop()
             throw error
