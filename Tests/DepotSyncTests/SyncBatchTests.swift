@@ -1,5 +1,6 @@
 import DepotCore
 import DepotMemory
+import DepotSQLite
 import DepotServer
 import DepotSync
 import DepotWire
@@ -122,6 +123,46 @@ struct SyncBatchTests {
         #expect(batched == expected)
         #expect(batchedLog.count("POST /_batch") >= 1 && aloneLog.count("POST /_batch") == 0)
         #expect(batchedLog.count(prefix: "PUT /notes/n2") == 0 && aloneLog.count(prefix: "PUT /notes/n2") == 1)
+    }
+
+    @Test("SQLite on both sides: a batch with a taken id in the middle commits the rest in two server transactions; the 409 goes through the policy")
+    func sqliteRunsAroundARefusedEntry() async throws {
+        let server = DepotServer(store: try await Store(driver: try await SQLiteDriver(path: ":memory:")))
+        let port = try await server.start()
+        let url = try #require(URL(string: "http://127.0.0.1:\(port)"))
+        do {
+            try await server.store.write { tx in try tx.save(Record(id: "n10", fields: ["v": "theirs"]), into: name("notes")) }
+            let commits = Mutex(0)
+            let changes = server.store.changes()
+            let counter = Task {
+                for await batch in changes {
+                    if batch.collections.contains(name("sentinel")) { return }
+                    if batch.collections.contains(name("notes")) { commits.withLock { $0 += 1 } }
+                }
+            }
+            let store = try await Store(driver: try await SQLiteDriver(path: ":memory:"))
+            let a = SyncCoordinator(
+                store: store, transport: URLSessionTransport(timeout: 10), conflictPolicy: .serverWins,
+                retryPolicy: RetryPolicy(baseDelay: .milliseconds(1), maxDelay: .milliseconds(5), maxAttempts: 4), sleeper: RecordingSleeper(),
+                random: SeededRandomSource(seed: 1)
+            )
+            try await a.attach(notes, to: SyncEndpoint(baseURL: url, path: "/notes"))
+            try await store.write { tx in
+                for i in 1...20 { try tx.save(Record(id: .string("n\(i)"), fields: ["v": .int(Int64(i))]), into: name("notes")) }
+            }
+            let report = try await a.push(notes)
+            try await server.store.write { tx in try tx.save(Record(id: 1, fields: [:]), into: name("sentinel")) }
+            await counter.value
+            #expect(report.succeeded && report.pushed == 19 && report.conflicts == 1)
+            #expect(commits.withLock { $0 } == 2)  // n1...n9, then n11...n20; n10 refused alone
+            let serverNotes = try await server.store.read { tx in try tx.query(Query(), in: name("notes")) }
+            #expect(serverNotes.count == 20 && serverNotes.first { $0.id == "n10" }?["v"] == "theirs")
+            #expect(try await LocalWrites.all(store, notes) == serverNotes)
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
     }
 
     @Test("a batch applied in half whose answer is lost: the retry applies nothing twice", arguments: [false, true])
