@@ -185,10 +185,18 @@ struct RequestHandler: Sendable {
         let since = try params.int("since") ?? 0
         let limit = min(try params.int("limit") ?? 100, configuration.maxPageSize)
         guard since >= 0, limit >= 1 else { throw HTTPFailure.badRequest("'since' must be 0 or more and 'limit' 1 or more.") }
+
         var filter: Filter = Field.id > since
         if let name = params.single("collection") { filter = filter && .equal("collection", .string(try collectionName(name).rawValue)) }
         let query = Query(filter: filter, sort: [SortKey("id")], limit: limit + 1)
         let page = try await store.read { tx -> ([FieldValue], Int64, Bool) in
+            // Tombstones up to the horizon have expired: from an older cursor a deletion could
+            // be missed, so the client must list the collection again (Docs/Server.md, "Retention").
+            if since > 0, let horizon = try tx.get(Retention.horizonKey, from: WireCollections.changeHorizon)?["seq"].intValue, Int64(since) < horizon {
+                throw HTTPFailure(
+                    status: 410, code: "cursorExpired",
+                    message: "The cursor is older than the server's retention window; list the collection again, then follow the feed from its new cursor.")
+            }
             let entries = try tx.query(query, in: WireCollections.changes)
             var items: [FieldValue] = []
             var last = Int64(since)
@@ -406,6 +414,7 @@ struct RequestHandler: Sendable {
         if let key = write.key {
             var fields: [String: FieldValue] = [
                 "fingerprint": .string(write.fingerprint), "status": .int(Int64(response.status)), "body": .string(response.body),
+                "at": .int(Retention.milliseconds(Date())),
             ]
             for (name, value) in response.headers {
                 if name == "ETag" { fields["etag"] = .string(value) }
