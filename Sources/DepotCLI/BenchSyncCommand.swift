@@ -15,13 +15,14 @@ struct BenchSyncCommand: DepotSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "bench-sync",
         abstract: "Benchmark sync over loopback: pull N records from a DepotServer, push M outbox entries.",
-        usage: "depot bench-sync [--records N] [--entries N] [--page-size N] [--rounds N] [--durability full|normal]",
+        usage: "depot bench-sync [--records N] [--entries N] [--page-size N] [--batch-size N] [--push-fields N] [--rounds N] [--durability full|normal]",
         discussion: """
             Starts a DepotServer on 127.0.0.1 (ephemeral port) over a temporary SQLite store \
             holding --records records, then per round: pulls them all into a new SQLite store \
             (records/s), and pushes --entries outbox entries written to another new store \
-            (entries/s). Prints each round, the median, the requests made and the settings. \
-            Not a test: it checks only that everything arrived. See Docs/Sync.md.
+            (entries/s), in batches of --batch-size entries (1: one request per entry). Prints \
+            each round, the median, the requests made and the settings. Not a test: it checks \
+            only that everything arrived. See Docs/Sync.md.
 
             Example:
               depot bench-sync --records 10000 --entries 1000
@@ -37,6 +38,12 @@ struct BenchSyncCommand: DepotSubcommand {
     @Option(help: "Records per page of the pull.")
     var pageSize = 1_000
 
+    @Option(help: "Outbox entries per POST /_batch of the push (1: one request per entry).")
+    var batchSize = SyncCoordinator.defaultPushBatchSize
+
+    @Option(help: "Fields of each pushed record (2 to 20; 2 is the first version's workload).")
+    var pushFields = 2
+
     @Option(help: "Rounds (the median is reported).")
     var rounds = 3
 
@@ -49,8 +56,10 @@ struct BenchSyncCommand: DepotSubcommand {
         guard durability == "full" || durability == "normal" else {
             throw CLIFailure.usage("--durability must be full or normal", "write --durability full or --durability normal")
         }
-        guard records >= 1, entries >= 1, rounds >= 1, (1...10_000).contains(pageSize) else {
-            throw CLIFailure.usage("--records, --entries and --rounds must be 1 or more, --page-size 1 to 10000", "for example --records 10000 --entries 1000")
+        guard records >= 1, entries >= 1, rounds >= 1, batchSize >= 1, (1...10_000).contains(pageSize), (2...20).contains(pushFields) else {
+            throw CLIFailure.usage(
+                "--records, --entries, --batch-size and --rounds must be 1 or more, --page-size 1 to 10000, --push-fields 2 to 20",
+                "for example --records 10000 --entries 1000")
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("depot-bench-sync-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -100,12 +109,23 @@ struct BenchSyncCommand: DepotSubcommand {
                 let pushStore = try await Store.open("sqlite:\(directory)/push-\(round).sqlite?durability=\(durability)")
                 let notes = try CollectionName("notes")
                 let total = entries
+                let batch = batchSize
+                let fieldCount = pushFields
                 let (pushSeconds, pushed, pushCount) = try await StoreArguments.using(pushStore) { store in
-                    let sync = SyncCoordinator(store: store, transport: transport)
+                    let sync = SyncCoordinator(store: store, transport: transport, pushBatchSize: batch)
                     try await sync.attach(notes, to: SyncEndpoint(baseURL: base, path: "/notes"))
                     try await store.write { tx in
                         for i in 0..<total {
-                            try tx.save(Record(id: .string("r\(round)-\(i)"), fields: ["n": .int(Int64(i)), "text": .string("note \(i) of round \(round)")]), into: notes)
+                            var fields: [String: FieldValue] = ["n": .int(Int64(i)), "text": .string("note \(i) of round \(round)")]
+                            for extra in 2..<fieldCount {
+                                // Beyond the first two: alternating numbers, text and flags.
+                                switch extra % 3 {
+                                case 0: fields["f\(extra)"] = .int(Int64(i &* extra))
+                                case 1: fields["f\(extra)"] = .string("value \(extra) of \(i)")
+                                default: fields["f\(extra)"] = .bool(i % extra == 0)
+                                }
+                            }
+                            try tx.save(Record(id: .string("r\(round)-\(i)"), fields: fields), into: notes)
                         }
                     }
                     let before = transport.requests
@@ -131,9 +151,9 @@ struct BenchSyncCommand: DepotSubcommand {
         try await serverStore.close()
 
         Console.print("depot bench-sync: DepotServer on 127.0.0.1 (loopback, in-process), URLSession transport, SQLite stores on both sides")
-        Console.print("settings: records=\(records) entries=\(entries) pageSize=\(pageSize) durability=\(durability) rounds=\(rounds)")
+        Console.print("settings: records=\(records) entries=\(entries) pageSize=\(pageSize) batchSize=\(batchSize) pushFields=\(pushFields) durability=\(durability) rounds=\(rounds)")
         Console.print("pull: \(Int(Self.median(pulls))) records/s (median; rounds: \(pulls.map { String(Int($0)) }.joined(separator: ", "))), \(pullRequests) requests per pull (listing pages + change feed)")
-        Console.print("push: \(Int(Self.median(pushes))) entries/s (median; rounds: \(pushes.map { String(Int($0)) }.joined(separator: ", "))), \(pushRequests) requests per push (one request per entry)")
+        Console.print("push: \(Int(Self.median(pushes))) entries/s (median; rounds: \(pushes.map { String(Int($0)) }.joined(separator: ", "))), \(pushRequests) requests per push (\(batchSize == 1 ? "one request per entry" : "batches of up to \(batchSize) entries, and one GET /_batch"))")
         return ExitStatus.success
     }
 

@@ -1,5 +1,6 @@
 import DepotCore
 import DepotWire
+import Foundation
 
 /// Writes the server's change log (`_depot_changes`, indexed by `_depot_change_index`) for
 /// every change made through the store, in the change's own transaction: the store's write
@@ -31,7 +32,7 @@ public final class ChangeLogRecorder: StoreWriteObserver {
             try tx.delete(.int(old), from: WireCollections.changes)
         }
         let seq = try tx.insert(
-            fields: ["collection": .string(collection.rawValue), "recordId": id.fieldValue, "op": .string(op)],
+            fields: ["collection": .string(collection.rawValue), "recordId": id.fieldValue, "op": .string(op), "at": .int(Retention.milliseconds(Date()))],
             into: WireCollections.changes
         )
         try tx.save(Record(id: key, fields: ["seq": seq.fieldValue]), into: WireCollections.changeIndex)

@@ -27,17 +27,28 @@ struct DepotResponder: HTTPResponder {
         if Self.isFilesPath(path) { return await respondFiles(to: request, fault: fault) }
         var request = request
         let body: [UInt8]
+        let isBatch = path == "/" + RequestHandler.batchSegment
+        let limit = isBatch ? handler.configuration.maxBatchBodySize : handler.configuration.maxBodySize
         do {
-            let buffer = try await request.collectBody(upTo: handler.configuration.maxBodySize)
+            let buffer = try await request.collectBody(upTo: limit)
             body = Array(buffer.readableBytesView)
         } catch {
-            return Self.response(WireResponse.failure(413, "tooLarge", "The request body is larger than \(handler.configuration.maxBodySize) bytes."))
+            if isBatch {
+                return Self.response(WireResponse.failure(413, "batchTooLarge", "A batch body may hold at most \(limit) bytes."))
+            }
+            return Self.response(WireResponse.failure(413, "tooLarge", "The request body is larger than \(limit) bytes."))
         }
         var headers: [String: String] = [:]
         for field in request.headers { headers[field.name.canonicalName] = field.value }
         let wire = WireRequest(method: method, path: path, query: request.uri.query ?? "", headers: headers, body: body)
+        if fault == .loseResponseMidBatch, isBatch, method == "POST" {
+            // Apply the first half of the entries (commit them), then no answer at all.
+            let count = (try? handler.parseBatch(body).count) ?? 0
+            _ = await handler.handleBatch(wire, applyingAtMost: (count + 1) / 2)
+            return Self.dropped()
+        }
         let answer = await handler.handle(wire)
-        if fault == .loseResponseAfterCommit { return Self.dropped() }
+        if fault == .loseResponseAfterCommit || fault == .loseResponseMidBatch { return Self.dropped() }
         return Self.response(answer)
     }
 

@@ -34,12 +34,23 @@ public final class DepotServer: Sendable {
         public var maxBodySize: Int
         /// The largest page a list or change-feed request may ask for.
         public var maxPageSize: Int
+        /// The most entries one `POST /_batch` may carry (more get 413 `batchTooLarge`).
+        public var maxBatchEntries: Int = 1_000
+        /// The largest `POST /_batch` body accepted, in bytes (larger ones get 413
+        /// `batchTooLarge`); each entry's own body is still held to ``maxBodySize``.
+        public var maxBatchBodySize: Int = 16 << 20
         /// The folder `/_files/NAME` serves files from (created if missing); `nil` (the
         /// default) serves no files. Servers given the same folder serve the same files
         /// (Docs/Remote.md, "Files").
         public var filesDirectory: String? = nil
         /// The largest file accepted by `PUT /_files/NAME`, in bytes (larger ones get 413).
         public var maxFileSize: Int64 = 4 << 30
+        /// How long idempotency records and change-log tombstones are kept (Docs/Server.md,
+        /// "Retention"): 7 days by default; `nil` keeps them forever. A client whose feed
+        /// cursor is older is told so (410 `cursorExpired`) and lists the collection again.
+        public var retention: Duration? = .seconds(7 * 24 * 3600)
+        /// How often a running server removes what is older than ``retention`` (1 hour).
+        public var retentionSweepInterval: Duration = .seconds(3600)
         /// Faults to inject, for tests of clients; `nil` in production. Package-level: set
         /// through `init(faults:)` (ServerFaults.swift), never by users of the server.
         package var faults: ServerFaults? = nil
@@ -60,6 +71,7 @@ public final class DepotServer: Sendable {
 
     private struct RunState {
         var task: Task<Void, any Error>?
+        var sweeper: Task<Void, Never>?
         var port: Int?
     }
     private let state = Mutex(RunState())
@@ -104,18 +116,42 @@ public final class DepotServer: Sendable {
             }
             throw DepotError(.io, "The server could not listen on \(configuration.host):\(configuration.port).")
         }
-        state.withLock { $0.port = port }
+        let sweeper = startSweeping()
+        state.withLock {
+            $0.port = port
+            $0.sweeper = sweeper
+        }
         return port
+    }
+
+    /// Removes expired idempotency records and tombstones every
+    /// ``Configuration/retentionSweepInterval`` until cancelled; `nil` without a retention.
+    private func startSweeping() -> Task<Void, Never>? {
+        guard configuration.retention != nil else { return nil }
+        let interval = configuration.retentionSweepInterval
+        return Task { [weak self] in
+            while !Task.isCancelled {
+                do { try await Task.sleep(for: interval) } catch { return }
+                guard let self else { return }
+                do {
+                    _ = try await self.purgeExpired()
+                } catch {
+                    continue  // the store was busy or closing: the next sweep tries again
+                }
+            }
+        }
     }
 
     /// Stops a server started with ``start()`` and waits until it no longer listens.
     public func stop() async {
-        let task = state.withLock { s -> Task<Void, any Error>? in
-            let t = s.task
+        let (task, sweeper) = state.withLock { s -> (Task<Void, any Error>?, Task<Void, Never>?) in
+            let t = (s.task, s.sweeper)
             s.task = nil
+            s.sweeper = nil
             s.port = nil
             return t
         }
+        sweeper?.cancel()
         task?.cancel()
         _ = await task?.result
     }
@@ -126,6 +162,8 @@ public final class DepotServer: Sendable {
     public func run(onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
         let files = try prepareFiles()
         let app = makeApplication(files: files) { port in if let port { onListening(port) } }
+        let sweeper = startSweeping()
+        defer { sweeper?.cancel() }
         do {
             try await app.runService()
         } catch {

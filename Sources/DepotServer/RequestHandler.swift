@@ -11,12 +11,18 @@ struct RequestHandler: Sendable {
     func handle(_ request: WireRequest) async -> WireResponse {
         do {
             return try await route(request)
-        } catch let failure as HTTPFailure {
-            return failure.response
-        } catch let error as DepotError {
-            return Self.answer(for: error)
         } catch {
-            return WireResponse.failure(500, "internal", "The server failed to handle the request.")
+            return Self.failureResponse(error)
+        }
+    }
+
+    /// Handles `POST /_batch` applying at most `limit` entries (the `.loseResponseMidBatch`
+    /// test fault; its answer is never sent).
+    func handleBatch(_ request: WireRequest, applyingAtMost limit: Int) async -> WireResponse {
+        do {
+            return try await batch(request, applyingAtMost: limit)
+        } catch {
+            return Self.failureResponse(error)
         }
     }
 
@@ -38,6 +44,28 @@ struct RequestHandler: Sendable {
     // MARK: Routing
 
     func route(_ request: WireRequest) async throws -> WireResponse {
+        switch try await resolve(request, inBatch: false) {
+        case .answer(let response): return response
+        case .write(let write): return try await perform(write)
+        case .batch: return try await batch(request)
+        }
+    }
+
+    /// What a request resolves to before anything is written.
+    enum Resolved: Sendable {
+        /// A read (or a failure found early): the answer itself.
+        case answer(WireResponse)
+        /// A write, checked as far as it can be without the store; ``perform(_:)`` runs it.
+        case write(PlannedWrite)
+        /// `POST /_batch` (RequestHandler+Batch.swift).
+        case batch
+    }
+
+    /// Resolves a request: reads are answered, writes are parsed and checked into a
+    /// ``PlannedWrite`` that a single request runs in its own transaction and a batch runs
+    /// beside other entries (Docs/Server.md, "Batched writes"). `inBatch` refuses the
+    /// routes a batch entry may not take (reads, the change feed, a nested batch).
+    func resolve(_ request: WireRequest, inBatch: Bool) async throws -> Resolved {
         var segments: [String] = []
         for raw in request.path.split(separator: "/", omittingEmptySubsequences: true) {
             guard let decoded = String(raw).removingPercentEncoding, !decoded.isEmpty else {
@@ -47,18 +75,26 @@ struct RequestHandler: Sendable {
         }
         let params = try QueryParameters(request.query)
         let method = request.method
+        if inBatch, !Self.writeMethods.contains(method) { throw methodNotAllowed(method) }
         switch segments.count {
         case 0:
             guard method == "GET" else { throw methodNotAllowed(method) }
-            return try await listCollections()
+            return .answer(try await listCollections())
         case 1 where segments[0] == "_changes":
             guard method == "GET" else { throw methodNotAllowed(method) }
-            return try await changes(params)
+            return .answer(try await changes(params))
+        case 1 where segments[0] == Self.batchSegment:
+            guard !inBatch else { throw methodNotAllowed(method) }
+            switch method {
+            case "GET": return .answer(batchLimits())
+            case "POST": return .batch
+            default: throw methodNotAllowed(method)
+            }
         case 1:
             let collection = try collectionName(segments[0])
             switch method {
-            case "GET": return try await list(collection, params: params, link: nil)
-            case "POST": return try await create(collection, request: request, link: nil)
+            case "GET": return .answer(try await list(collection, params: params, link: nil))
+            case "POST": return .write(try create(collection, request: request, link: nil))
             default: throw methodNotAllowed(method)
             }
         case 2:
@@ -72,14 +108,17 @@ struct RequestHandler: Sendable {
                 return try await item(child, idText: segments[3], request: request, link: link)
             }
             switch method {
-            case "GET": return try await list(child, params: params, link: link)
-            case "POST": return try await create(child, request: request, link: link)
+            case "GET": return .answer(try await list(child, params: params, link: link))
+            case "POST": return .write(try create(child, request: request, link: link))
             default: throw methodNotAllowed(method)
             }
         default:
             throw HTTPFailure.notFound("No resource at this path.")
         }
     }
+
+    /// The methods that write; the only ones a batch entry may use.
+    static let writeMethods: Set<String> = ["POST", "PUT", "PATCH", "DELETE"]
 
     /// A nested resource `/posts/1/comments` means comments whose link field `postId` is 1.
     struct Link {
@@ -146,10 +185,18 @@ struct RequestHandler: Sendable {
         let since = try params.int("since") ?? 0
         let limit = min(try params.int("limit") ?? 100, configuration.maxPageSize)
         guard since >= 0, limit >= 1 else { throw HTTPFailure.badRequest("'since' must be 0 or more and 'limit' 1 or more.") }
+
         var filter: Filter = Field.id > since
         if let name = params.single("collection") { filter = filter && .equal("collection", .string(try collectionName(name).rawValue)) }
         let query = Query(filter: filter, sort: [SortKey("id")], limit: limit + 1)
         let page = try await store.read { tx -> ([FieldValue], Int64, Bool) in
+            // Tombstones up to the horizon have expired: from an older cursor a deletion could
+            // be missed, so the client must list the collection again (Docs/Server.md, "Retention").
+            if since > 0, let horizon = try tx.get(Retention.horizonKey, from: WireCollections.changeHorizon)?["seq"].intValue, Int64(since) < horizon {
+                throw HTTPFailure(
+                    status: 410, code: "cursorExpired",
+                    message: "The cursor is older than the server's retention window; list the collection again, then follow the feed from its new cursor.")
+            }
             let entries = try tx.query(query, in: WireCollections.changes)
             var items: [FieldValue] = []
             var last = Int64(since)
@@ -177,22 +224,27 @@ struct RequestHandler: Sendable {
 
     // MARK: Items
 
-    func item(_ collection: CollectionName, idText: String, request: WireRequest, link: Link?) async throws -> WireResponse {
-        let kind = try await store.read { tx in try tx.schema(of: collection)?.idKind }
-        guard let kind else { throw HTTPFailure.notFound("No collection \(Self.quoted(collection.rawValue)).") }
-        let id: RecordID
+    func item(_ collection: CollectionName, idText: String, request: WireRequest, link: Link?) async throws -> Resolved {
+        switch request.method {
+        case "GET":
+            let id = try await store.read { tx in try Self.recordID(idText, in: collection, tx) }
+            return .answer(try await get(collection, id: id, request: request, link: link))
+        case "PUT", "PATCH": return .write(try replace(collection, idText: idText, request: request, merge: request.method == "PATCH", link: link))
+        case "DELETE": return .write(try delete(collection, idText: idText, request: request))
+        default: throw methodNotAllowed(request.method)
+        }
+    }
+
+    /// The id an item path names, parsed by the collection's id kind: a missing collection,
+    /// or `/posts/abc` on an integer collection, is a 404.
+    static func recordID(_ idText: String, in collection: CollectionName, _ tx: StoreReadTransaction) throws -> RecordID {
+        guard let kind = try tx.schema(of: collection)?.idKind else { throw HTTPFailure.notFound("No collection \(quoted(collection.rawValue)).") }
         switch kind {
         case .int:
-            guard let i = Int64(idText) else { throw HTTPFailure.notFound("No record \(Self.quoted(idText)) in \(collection.rawValue).") }
-            id = .int(i)
+            guard let i = Int64(idText) else { throw HTTPFailure.notFound("No record \(quoted(idText)) in \(collection.rawValue).") }
+            return .int(i)
         case .string:
-            id = .string(idText)
-        }
-        switch request.method {
-        case "GET": return try await get(collection, id: id, request: request, link: link)
-        case "PUT", "PATCH": return try await replace(collection, id: id, request: request, merge: request.method == "PATCH", link: link)
-        case "DELETE": return try await delete(collection, id: id, request: request)
-        default: throw methodNotAllowed(request.method)
+            return .string(idText)
         }
     }
 
@@ -228,7 +280,7 @@ struct RequestHandler: Sendable {
         return (id, fields)
     }
 
-    func create(_ collection: CollectionName, request: WireRequest, link: Link?) async throws -> WireResponse {
+    func create(_ collection: CollectionName, request: WireRequest, link: Link?) throws -> PlannedWrite {
         var (idValue, fields) = try Self.parseBody(request.body, keepNulls: false)
         if let link, fields[link.field] == nil { fields[link.field] = link.value }
         let givenID: RecordID?
@@ -241,7 +293,7 @@ struct RequestHandler: Sendable {
         }
         let fieldsToWrite = fields
         let newUUID = UUID().canonicalText
-        return try await performWrite(request) { tx in
+        return try Self.plan(request) { tx in
             let id: RecordID
             if let givenID {
                 if try tx.get(givenID, from: collection) != nil {
@@ -269,15 +321,17 @@ struct RequestHandler: Sendable {
         }
     }
 
-    func replace(_ collection: CollectionName, id: RecordID, request: WireRequest, merge: Bool, link: Link?) async throws -> WireResponse {
+    func replace(_ collection: CollectionName, idText: String, request: WireRequest, merge: Bool, link: Link?) throws -> PlannedWrite {
         var (idValue, fields) = try Self.parseBody(request.body, keepNulls: merge)
-        if let idValue, !idValue.isNull, RecordID(idValue) != id {
-            throw HTTPFailure.badRequest("The body's 'id' differs from the id in the path.")
-        }
         if let link, !merge, fields[link.field] == nil { fields[link.field] = link.value }
         let ifMatch = request.headers["if-match"]
         let changes = fields
-        return try await performWrite(request) { tx in
+        let bodyID = idValue
+        return try Self.plan(request) { tx in
+            let id = try Self.recordID(idText, in: collection, tx)
+            if let bodyID, !bodyID.isNull, RecordID(bodyID) != id {
+                throw HTTPFailure.badRequest("The body's 'id' differs from the id in the path.")
+            }
             guard let current = try tx.get(id, from: collection) else {
                 throw HTTPFailure.notFound("No record \(id) in \(collection.rawValue).")
             }
@@ -295,9 +349,10 @@ struct RequestHandler: Sendable {
         }
     }
 
-    func delete(_ collection: CollectionName, id: RecordID, request: WireRequest) async throws -> WireResponse {
+    func delete(_ collection: CollectionName, idText: String, request: WireRequest) throws -> PlannedWrite {
         let ifMatch = request.headers["if-match"]
-        return try await performWrite(request) { tx in
+        return try Self.plan(request) { tx in
+            let id = try Self.recordID(idText, in: collection, tx)
             guard let current = try tx.get(id, from: collection) else {
                 throw HTTPFailure.notFound("No record \(id) in \(collection.rawValue).")
             }
@@ -315,16 +370,13 @@ struct RequestHandler: Sendable {
         }
     }
 
-    /// Runs a write through the store with its idempotency record in one transaction; the
-    /// change log is written by the store's ``ChangeLogRecorder`` in the same transaction.
-    ///
-    /// With an `Idempotency-Key`, a key seen before with the same request replays the stored
-    /// answer; the same key with a different request is a 422. Only successful answers are
-    /// stored: a failed write rolls back and may be retried with the same key.
-    func performWrite(
+    /// Checks a write's `Idempotency-Key` and takes its fingerprint (method, path, body hash,
+    /// `If-Match`); `body` is the write itself, run later by ``apply(_:in:)``.
+    /// - Throws: ``HTTPFailure`` 400 for a malformed key.
+    static func plan(
         _ request: WireRequest,
         _ body: @escaping @Sendable (StoreWriteTransaction) throws -> WireResponse
-    ) async throws -> WireResponse {
+    ) throws -> PlannedWrite {
         let key = request.headers["idempotency-key"]
         if let key {
             guard !key.isEmpty, key.utf8.count <= 255, key.unicodeScalars.allSatisfy({ $0.value >= 0x21 && $0.value < 0x7F }) else {
@@ -332,32 +384,55 @@ struct RequestHandler: Sendable {
             }
         }
         let fingerprint = request.method + " " + request.path + " " + WireETag.hash(request.body) + " " + (request.headers["if-match"] ?? "")
-        do {
-            return try await store.write { tx in
-                if let key, let seen = try tx.get(.string(key), from: WireCollections.idempotency) {
-                    guard seen["fingerprint"].stringValue == fingerprint else {
-                        throw HTTPFailure(status: 422, code: "idempotencyKeyReused", message: "This Idempotency-Key was used with a different request.")
-                    }
-                    var headers: [(String, String)] = [("Idempotent-Replayed", "true")]
-                    if let etag = seen["etag"].stringValue { headers.append(("ETag", etag)) }
-                    if let location = seen["location"].stringValue { headers.append(("Location", location)) }
-                    return WireResponse(status: Int(seen["status"].intValue ?? 200), headers: headers, body: seen["body"].stringValue ?? "")
-                }
-                let response = try body(tx)
-                if let key {
-                    var fields: [String: FieldValue] = [
-                        "fingerprint": .string(fingerprint), "status": .int(Int64(response.status)), "body": .string(response.body),
-                    ]
-                    for (name, value) in response.headers {
-                        if name == "ETag" { fields["etag"] = .string(value) }
-                        if name == "Location" { fields["location"] = .string(value) }
-                    }
-                    try tx.insert(Record(id: .string(key), fields: fields), into: WireCollections.idempotency)
-                }
-                return response
-            }
-        } catch let failure as HTTPFailure {
-            throw failure
-        }
+        return PlannedWrite(key: key, fingerprint: fingerprint, body: body)
     }
+
+    /// Runs one write in its own transaction with its idempotency record; the change log is
+    /// written by the store's ``ChangeLogRecorder`` in the same transaction.
+    func perform(_ write: PlannedWrite) async throws -> WireResponse {
+        try await store.write { tx in try Self.apply(write, in: tx) }
+    }
+
+    /// Applies one planned write inside `tx`, the one code path of single requests and batch
+    /// entries.
+    ///
+    /// With an `Idempotency-Key`, a key seen before with the same request replays the stored
+    /// answer; the same key with a different request is a 422. Only successful answers are
+    /// stored: a failed write throws, its transaction rolls back, and it may be retried with
+    /// the same key.
+    static func apply(_ write: PlannedWrite, in tx: StoreWriteTransaction) throws -> WireResponse {
+        if let key = write.key, let seen = try tx.get(.string(key), from: WireCollections.idempotency) {
+            guard seen["fingerprint"].stringValue == write.fingerprint else {
+                throw HTTPFailure(status: 422, code: "idempotencyKeyReused", message: "This Idempotency-Key was used with a different request.")
+            }
+            var headers: [(String, String)] = [("Idempotent-Replayed", "true")]
+            if let etag = seen["etag"].stringValue { headers.append(("ETag", etag)) }
+            if let location = seen["location"].stringValue { headers.append(("Location", location)) }
+            return WireResponse(status: Int(seen["status"].intValue ?? 200), headers: headers, body: seen["body"].stringValue ?? "")
+        }
+        let response = try write.body(tx)
+        if let key = write.key {
+            var fields: [String: FieldValue] = [
+                "fingerprint": .string(write.fingerprint), "status": .int(Int64(response.status)), "body": .string(response.body),
+                "at": .int(Retention.milliseconds(Date())),
+            ]
+            for (name, value) in response.headers {
+                if name == "ETag" { fields["etag"] = .string(value) }
+                if name == "Location" { fields["location"] = .string(value) }
+            }
+            try tx.insert(Record(id: .string(key), fields: fields), into: WireCollections.idempotency)
+        }
+        return response
+    }
+}
+
+/// A write resolved from its request and checked as far as it can be without the store:
+/// what a single request runs in its own transaction and a batch runs beside other entries.
+struct PlannedWrite: Sendable {
+    /// The `Idempotency-Key`, already checked.
+    var key: String?
+    /// Method, path, body hash and `If-Match`: what a replayed key must match.
+    var fingerprint: String
+    /// The write itself; throws ``HTTPFailure`` or ``DepotError`` to refuse it.
+    var body: @Sendable (StoreWriteTransaction) throws -> WireResponse
 }

@@ -18,18 +18,20 @@ package struct ServerFaults: Sendable {
     }
 
     /// A reproducible random mix: with probability `rate` a request gets one of the faults
-    /// (drop before handling, 500, 503, 429, a short delay, or a lost answer after the commit).
+    /// (drop before handling, 500, 503, 429, a short delay, a lost answer after the commit, or
+    /// a batch cut in half: its first half committed, no answer).
     package static func seeded(seed: UInt64, rate: Double) -> ServerFaults {
         let generator = Mutex(SplitMix64(seed: seed))
         return ServerFaults { _, _ in
             generator.withLock { g -> ServerFault? in
                 guard g.nextUnit() < rate else { return nil }
-                switch g.next() % 6 {
+                switch g.next() % 7 {
                 case 0: return .dropConnection
                 case 1: return .status(500)
                 case 2: return .status(503)
                 case 3: return .status(429)
                 case 4: return .delay(milliseconds: Int(g.next() % 30))
+                case 5: return .loseResponseMidBatch
                 default: return .loseResponseAfterCommit
                 }
             }
@@ -47,6 +49,10 @@ package enum ServerFault: Sendable, Hashable {
     case delay(milliseconds: Int)
     /// Handle the request (commit any write), then close the connection without an answer.
     case loseResponseAfterCommit
+    /// On `POST /_batch`: apply and commit the first half of the entries (rounded up), skip
+    /// the rest, then close the connection without an answer. On any other request the same
+    /// as ``loseResponseAfterCommit``.
+    case loseResponseMidBatch
     /// A file download (`GET /_files/NAME`) whose head promises the whole body but whose
     /// connection closes after about this many bytes (a chunk boundary at or past it).
     case truncateBody(afterBytes: Int)

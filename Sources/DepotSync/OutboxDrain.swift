@@ -22,6 +22,7 @@ public struct OutboxDrain: Sendable {
         case unreachable
     }
 
+    /// The entries in commit order; those before `position` are handed out (or skipped).
     private var queue: [OutboxEntry]
     private var position = 0
     private var blockedRecords: Set<String> = []
@@ -42,14 +43,41 @@ public struct OutboxDrain: Sendable {
 
     /// The next entry to push, or `nil` when the drain is over.
     public mutating func next() -> OutboxEntry? {
-        guard !halted else { return nil }
-        while position < queue.count {
-            let entry = queue[position]
-            position += 1
-            if entry.state == .dead || blockedRecords.contains(Self.key(entry)) { continue }
-            return entry
+        nextBatch(maxCount: 1).first
+    }
+
+    /// The next entries to push together, at most `maxCount`, in commit order: all of the
+    /// collection of the first one, and at most one per record (a record's later entry is
+    /// built on the answer to its earlier one, so it waits for a later batch; entries of one
+    /// record never overtake each other). Empty when the drain is over.
+    ///
+    /// Entries that wait are looked at again by the next call; the scan stops after passing
+    /// over `maxCount` of them, so a long run of one record's edits costs little per batch.
+    public mutating func nextBatch(maxCount: Int) -> [OutboxEntry] {
+        guard !halted else { return [] }
+        var batch: [OutboxEntry] = []
+        var inBatch: Set<String> = []
+        var waiting: [OutboxEntry] = []
+        var index = position
+        while index < queue.count, batch.count < max(1, maxCount), waiting.count <= maxCount {
+            let entry = queue[index]
+            index += 1
+            let key = Self.key(entry)
+            if entry.state == .dead || blockedRecords.contains(key) { continue }
+            if inBatch.contains(key) || (batch.first.map { $0.collection != entry.collection } ?? false) {
+                waiting.append(entry)
+                continue
+            }
+            inBatch.insert(key)
+            batch.append(entry)
         }
-        return nil
+        if waiting.isEmpty {
+            position = index
+        } else {
+            // What waits stays, in order, just before what was not looked at yet.
+            queue.replaceSubrange(position..<index, with: waiting)
+        }
+        return batch
     }
 
     /// Records what happened to `entry`.

@@ -28,7 +28,14 @@ extension SyncCoordinator {
             let key = RecordID.string(collection.rawValue)
             let hasCursor = try await localRead { tx in try tx.get(key, from: WireCollections.sync)?["cursor"].stringValue } != nil
             if !hasCursor { try await pullListing(collection, endpoint, &report) }
-            if try await pullFeed(collection, endpoint, &report) { return }
+            do {
+                if try await pullFeed(collection, endpoint, &report) { return }
+            } catch is FeedCursorExpired {
+                // The server forgot tombstones after our cursor: list everything again (the
+                // listing's reconciliation finds the deletions), then follow the feed anew.
+                try await pullListing(collection, endpoint, &report)
+                if try await pullFeed(collection, endpoint, &report) { return }
+            }
             feedMissing.insert(collection.rawValue)
             if !hasCursor { return }
         }
@@ -62,6 +69,16 @@ extension SyncCoordinator {
             let url = feed.url(query: [("since", cursor), ("limit", String(endpoint.pageSize)), ("collection", endpoint.remoteCollection)])
             let answer = try await send(endpoint, "GET", url, report: &report)
             if answer.status == 404 || answer.status == 400 || answer.status == 405, cursor == "0" { return false }
+            if answer.status == 410, cursor != "0" {
+                // 410 `cursorExpired` (Docs/Server.md, "Retention"): forget the cursor.
+                try await localWrite { tx in
+                    var state = try tx.get(key, from: WireCollections.sync)?.fields ?? [:]
+                    state["cursor"] = nil
+                    try tx.save(Record(id: key, fields: state), into: WireCollections.sync)
+                }
+                emit(.feedCursorExpired(collection: collection.rawValue))
+                throw FeedCursorExpired()
+            }
             guard (200..<300).contains(answer.status), let body = try Self.json(answer)?.objectValue,
                 let changes = body["changes"]?.arrayValue, let next = body["next"]?.stringValue
             else { throw DepotError(.remote, "The change feed answered \(answer.status) with an unexpected body.") }
@@ -242,3 +259,6 @@ extension SyncCoordinator {
         return try await localRead { tx in try tx.query(query, in: collection) }
     }
 }
+
+/// The change feed answered 410: the cursor is older than the server's retention window.
+struct FeedCursorExpired: Error {}

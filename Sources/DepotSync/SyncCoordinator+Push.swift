@@ -10,22 +10,40 @@ extension SyncCoordinator {
             let entries = try await localRead { tx in try Outbox.entries(in: tx) }.filter { names.contains($0.collection) && endpoints[$0.collection] != nil }
             var drain = OutboxDrain(entries: entries)
             guard entries.contains(where: { $0.state == .pending }) else { return }
-            while let entry = drain.next() {
+            while !drain.halted {
+                let batch = drain.nextBatch(maxCount: pushBatchSize)
+                guard let first = batch.first else { break }
                 try Task.checkCancellation()
-                guard let endpoint = endpoints[entry.collection], let collection = try? CollectionName(entry.collection) else { continue }
-                let outcome = try await pushEntry(entry, collection, endpoint, &report)
-                drain.finish(entry, outcome)
+                guard let endpoint = endpoints[first.collection], let collection = try? CollectionName(first.collection) else { continue }
+                if batch.count > 1, !batchMissing.contains(endpoint.baseURL.absoluteString),
+                    let outcomes = try await pushBatch(batch, collection, endpoint, &report)
+                {
+                    for (entry, outcome) in zip(batch, outcomes) { drain.finish(entry, outcome) }
+                    continue
+                }
+                // One request per entry: a batch of one, or a peer without the batch route.
+                for entry in batch where !drain.halted {
+                    try Task.checkCancellation()
+                    drain.finish(entry, try await pushEntry(entry, collection, endpoint, &report))
+                }
             }
             if drain.halted { return }
         }
     }
 
     /// Pushes one entry, settling conflicts through the policy (a few rounds at most).
-    func pushEntry(_ first: OutboxEntry, _ collection: CollectionName, _ endpoint: SyncEndpoint, _ report: inout SyncReport) async throws -> OutboxDrain.Outcome {
+    ///
+    /// `firstAnswer` is the answer the entry already got inside a batch
+    /// (SyncCoordinator+Batch.swift): it stands for the first round's request, so a conflict
+    /// or a retryable status is handled exactly as if this request had got it.
+    func pushEntry(
+        _ first: OutboxEntry, _ collection: CollectionName, _ endpoint: SyncEndpoint, _ report: inout SyncReport, firstAnswer: HTTPAnswer? = nil
+    ) async throws -> OutboxDrain.Outcome {
         let name = collection.rawValue
         let seq = first.seq
         let policy = conflictPolicy
         let assigns = endpoint.idAssignment == .server
+        var firstAnswer = firstAnswer
         for _ in 0..<4 {
             let loaded = try await localRead { tx -> (OutboxEntry?, RecordSyncState?) in
                 guard let entry = try Outbox.entry(seq, in: tx) else { return (nil, nil) }
@@ -33,41 +51,22 @@ extension SyncCoordinator {
             }
             guard let entry = loaded.0, let state = loaded.1, entry.state == .pending else { return .pushed }  // settled elsewhere
             let id = entry.recordID
-            var headers = ["Idempotency-Key": entry.idempotencyKey]
-            let method: String
-            let url: URL?
-            var body: FieldValue?
-            switch entry.operation {
-            case .upsert:
-                let fields = entry.fields ?? [:]
-                if state.remote {
-                    method = "PUT"
-                    url = endpoint.itemURL(id)
-                    body = endpoint.toServer(fields, id: id)
-                    if let etag = state.etag { headers["If-Match"] = etag }
-                } else {
-                    method = "POST"
-                    url = endpoint.url()
-                    body = endpoint.toServer(fields, id: endpoint.idAssignment == .client ? id : nil)
-                }
-            case .delete:
-                if !state.remote {
-                    // The server never had it: nothing to send.
-                    _ = try await localWrite { tx in try Outbox.remove(seq, in: tx) }
-                    return .pushed
-                }
-                method = "DELETE"
-                url = endpoint.itemURL(id)
-                if let etag = state.etag { headers["If-Match"] = etag }
+            guard let request = Self.pushRequest(entry, state, endpoint) else {
+                // The server never had it: nothing to send.
+                _ = try await localWrite { tx in try Outbox.remove(seq, in: tx) }
+                return .pushed
             }
+            let method = request.method
             if method == "POST", assigns, !entry.sent {
                 // From here until its answer is recorded the POST is in doubt (see
                 // OutboxEntry.sent): the server may create the record and the answer be lost.
                 try await localWrite { tx in try Outbox.modify(seq, in: tx) { $0.sent = true } }
             }
+            let prior = firstAnswer
+            firstAnswer = nil
             let answer: HTTPAnswer
             do {
-                answer = try await send(endpoint, method, url, body: body, headers: headers, report: &report)
+                answer = try await send(endpoint, method, request.url, body: request.body, headers: request.headers, prior: prior, report: &report)
             } catch let error as DepotError where error.code == .remote {
                 let message = error.message
                 try await localWrite { tx in
@@ -79,11 +78,7 @@ extension SyncCoordinator {
                 report.failures.append(message)
                 return .unreachable
             }
-            var verdict = RequestVerdict.classify(status: answer.status)
-            if verdict == .notFound {
-                if entry.operation == .delete { verdict = .success } else if method == "PUT" { verdict = .conflict }
-            }
-            switch verdict {
+            switch Self.pushVerdict(answer, entry.operation, method) {
             case .success:
                 try await acknowledge(entry, method: method, answer: answer, collection, endpoint, &report)
                 return .pushed
@@ -151,46 +146,116 @@ extension SyncCoordinator {
         return (record.fields, answer.header("etag"))
     }
 
+    /// What an answer to a push request means: a 404 to a DELETE is done, a 404 to a PUT a
+    /// conflict (the record went away on the server).
+    static func pushVerdict(_ answer: HTTPAnswer, _ operation: OutboxEntry.Operation, _ method: String) -> RequestVerdict {
+        var verdict = RequestVerdict.classify(status: answer.status)
+        if verdict == .notFound {
+            if operation == .delete { verdict = .success } else if method == "PUT" { verdict = .conflict }
+        }
+        return verdict
+    }
+
+    /// The request that pushes `entry`, or `nil` for the delete of a record the server never
+    /// had (nothing to send). An upsert of a record the server has is a PUT with `If-Match`;
+    /// otherwise a POST (with the id for `.client` assignment); a delete is a DELETE with
+    /// `If-Match`. Every request carries the entry's `Idempotency-Key`.
+    static func pushRequest(_ entry: OutboxEntry, _ state: RecordSyncState, _ endpoint: SyncEndpoint) -> PushRequest? {
+        let id = entry.recordID
+        var headers = ["Idempotency-Key": entry.idempotencyKey]
+        switch entry.operation {
+        case .upsert:
+            let fields = entry.fields ?? [:]
+            if state.remote {
+                if let etag = state.etag { headers["If-Match"] = etag }
+                return PushRequest(method: "PUT", url: endpoint.itemURL(id), body: endpoint.toServer(fields, id: id), headers: headers)
+            }
+            return PushRequest(method: "POST", url: endpoint.url(), body: endpoint.toServer(fields, id: endpoint.idAssignment == .client ? id : nil), headers: headers)
+        case .delete:
+            guard state.remote else { return nil }
+            if let etag = state.etag { headers["If-Match"] = etag }
+            return PushRequest(method: "DELETE", url: endpoint.itemURL(id), body: nil, headers: headers)
+        }
+    }
+
     /// Records a successful push: removes the entry, remembers the server's ETag and state,
     /// re-keys a record the server gave its own id, and stores the server's answer locally
     /// when no later local edit waits (a replayed answer is never stored: it may be old).
     func acknowledge(_ entry: OutboxEntry, method: String, answer: HTTPAnswer, _ collection: CollectionName, _ endpoint: SyncEndpoint, _ report: inout SyncReport) async throws {
-        let name = collection.rawValue
-        let returned = try Self.json(answer).flatMap(endpoint.fromServer)
-        let replayed = answer.header("idempotent-replayed") == "true"
-        let etag = answer.header("etag")
+        let success = try PushSuccess(entry, method: method, answer: answer, endpoint)
         let assignment = endpoint.idAssignment
-        let moves = try await localWrite { tx -> [(RecordID, RecordID)] in
-            try Outbox.remove(entry.seq, in: tx)
-            var id = entry.recordID
-            var moves: [(RecordID, RecordID)] = []
-            if method == "POST", assignment == .server, let newID = returned?.id, newID != id {
-                if let displaced = try SyncLocal.rekey(tx, collection: collection, from: id, to: newID) { moves.append(displaced) }
-                moves.append((id, newID))
-                id = newID
-            }
-            var state = try RecordSyncState.load(tx, name, id)
-            if entry.operation == .delete {
-                state.remote = false
-                state.etag = nil
-                state.base = "deleted"
-            } else {
-                state.remote = true
-                state.etag = etag
-                let serverFields = returned?.fields ?? entry.fields
-                state.base = SyncLocal.stateHash(id, serverFields)
-                if !replayed, let serverFields, try SyncLocal.pendingEntries(tx, name, id).isEmpty {
-                    let local = try tx.get(id, from: collection)
-                    if local != nil, SyncLocal.stateHash(id, local?.fields) != state.base {
-                        try SyncLocal.writeLocal(tx, collection, id, serverFields)
-                    }
-                }
-            }
-            try state.store(tx)
-            return moves
-        }
+        let moves = try await localWrite { tx in try success.record(in: tx, collection, assignment) }
+        announce(success, moves, collection, &report)
+    }
+
+    /// Reports one recorded push: its re-keys and the `.pushed` event.
+    func announce(_ success: PushSuccess, _ moves: [(RecordID, RecordID)], _ collection: CollectionName, _ report: inout SyncReport) {
+        let name = collection.rawValue
         for (from, to) in moves { emit(.rekeyed(collection: name, from: from, to: to)) }
         report.pushed += 1
-        emit(.pushed(collection: name, id: moves.last?.1 ?? entry.recordID, operation: entry.operation.rawValue))
+        emit(.pushed(collection: name, id: moves.last?.1 ?? success.entry.recordID, operation: success.entry.operation.rawValue))
+    }
+}
+
+/// One push request, before hooks and retries (``SyncCoordinator/pushRequest(_:_:_:)``).
+struct PushRequest: Sendable {
+    var method: String
+    var url: URL?
+    var body: FieldValue?
+    var headers: [String: String]
+}
+
+/// A successful answer to a push, read before the local transaction that records it.
+struct PushSuccess: Sendable {
+    var entry: OutboxEntry
+    var method: String
+    /// The record the server answered with, mapped to local fields.
+    var returned: Record?
+    var replayed: Bool
+    var etag: String?
+
+    /// Reads `answer`. - Throws: ``DepotError`` `.remote` for a body that is not JSON.
+    init(_ entry: OutboxEntry, method: String, answer: HTTPAnswer, _ endpoint: SyncEndpoint) throws {
+        self.entry = entry
+        self.method = method
+        returned = try SyncCoordinator.json(answer).flatMap(endpoint.fromServer)
+        replayed = answer.header("idempotent-replayed") == "true"
+        etag = answer.header("etag")
+    }
+
+    /// Removes the entry and records the server's state inside `tx` (see
+    /// ``SyncCoordinator/acknowledge(_:method:answer:_:_:_:)``); returns the re-keys made.
+    ///
+    /// The record id is read again from the stored entry: an earlier re-key in the same
+    /// transaction may have moved this record aside (Docs/Sync.md, "Server-assigned ids").
+    func record(in tx: StoreWriteTransaction, _ collection: CollectionName, _ assignment: SyncEndpoint.IDAssignment) throws -> [(RecordID, RecordID)] {
+        let name = collection.rawValue
+        var id = try Outbox.entry(entry.seq, in: tx)?.recordID ?? entry.recordID
+        try Outbox.remove(entry.seq, in: tx)
+        var moves: [(RecordID, RecordID)] = []
+        if method == "POST", assignment == .server, let newID = returned?.id, newID != id {
+            if let displaced = try SyncLocal.rekey(tx, collection: collection, from: id, to: newID) { moves.append(displaced) }
+            moves.append((id, newID))
+            id = newID
+        }
+        var state = try RecordSyncState.load(tx, name, id)
+        if entry.operation == .delete {
+            state.remote = false
+            state.etag = nil
+            state.base = "deleted"
+        } else {
+            state.remote = true
+            state.etag = etag
+            let serverFields = returned?.fields ?? entry.fields
+            state.base = SyncLocal.stateHash(id, serverFields)
+            if !replayed, let serverFields, try SyncLocal.pendingEntries(tx, name, id).isEmpty {
+                let local = try tx.get(id, from: collection)
+                if local != nil, SyncLocal.stateHash(id, local?.fields) != state.base {
+                    try SyncLocal.writeLocal(tx, collection, id, serverFields)
+                }
+            }
+        }
+        try state.store(tx)
+        return moves
     }
 }

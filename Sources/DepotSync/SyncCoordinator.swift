@@ -33,11 +33,19 @@ public actor SyncCoordinator {
     public var conflictPolicy: ConflictPolicy
     /// How failed requests are retried.
     public var retryPolicy: RetryPolicy
+    /// The most outbox entries sent in one `POST /_batch` (Docs/Sync.md, "Batched push");
+    /// 1 sends one request per entry.
+    public var pushBatchSize: Int
 
     var endpoints: [String: SyncEndpoint] = [:]
     /// Where queued uploads go (SyncCoordinator+Files.swift); `nil` keeps them queued.
     var fileClient: FileClient?
     var feedMissing: Set<String> = []
+    /// Base URLs whose server has no batch route: one request per entry there
+    /// (SyncCoordinator+Batch.swift).
+    var batchMissing: Set<String> = []
+    /// Base URLs whose server takes batches, with the most entries it accepts in one.
+    var batchCapacities: [String: Int] = [:]
     var subscribers: [UUID: AsyncStream<SyncEvent>.Continuation] = [:]
 
     /// Makes a coordinator over a local store, and installs the store's outbox recorder
@@ -46,19 +54,23 @@ public actor SyncCoordinator {
     /// - Parameters:
     ///   - transport: how requests are sent (URLSession by default).
     ///   - sleeper, random: the clock and random source of retries (inject fakes in tests).
+    ///   - pushBatchSize: the most outbox entries per `POST /_batch` (at least 1; 1 sends one
+    ///     request per entry), ``defaultPushBatchSize`` by default.
     public init(
         store: Store,
         transport: any HTTPTransport = URLSessionTransport(),
         conflictPolicy: ConflictPolicy = .serverWins,
         retryPolicy: RetryPolicy = RetryPolicy(),
         sleeper: any SyncSleeper = TaskSleeper(),
-        random: any SyncRandomSource = SystemRandomSource()
+        random: any SyncRandomSource = SystemRandomSource(),
+        pushBatchSize: Int = SyncCoordinator.defaultPushBatchSize
     ) {
         self.store = store
         self.recorder = OutboxRecorder.installed(on: store)
         self.transport = transport
         self.conflictPolicy = conflictPolicy
         self.retryPolicy = retryPolicy
+        self.pushBatchSize = max(1, pushBatchSize)
         self.sleeper = sleeper
         self.random = random
     }
@@ -81,6 +93,9 @@ public actor SyncCoordinator {
 
     /// Sets the conflict policy.
     public func setConflictPolicy(_ policy: ConflictPolicy) { conflictPolicy = policy }
+
+    /// Sets the most outbox entries per `POST /_batch` (at least 1; 1 sends one request per entry).
+    public func setPushBatchSize(_ size: Int) { pushBatchSize = max(1, size) }
 
     /// Attaches `collection` to `endpoint`: records the attachment in the store (so every
     /// later write to it records an outbox entry) and keeps the endpoint's hooks for this
@@ -192,14 +207,24 @@ public actor SyncCoordinator {
     /// Sends a request with hooks applied and retries for timeouts, connection errors,
     /// 408/429/5xx. Returns the first answer that is not retryable.
     /// - Throws: ``DepotError`` `.remote` after the last attempt; `CancellationError`.
-    func send(_ endpoint: SyncEndpoint, _ method: String, _ url: URL?, body: FieldValue? = nil, headers: [String: String] = [:], report: inout SyncReport) async throws -> HTTPAnswer {
+    ///
+    /// `bodyData` is a body already encoded (a batch); `prior` is an answer this request
+    /// already got as an entry of a batch: it counts as the first attempt.
+    func send(
+        _ endpoint: SyncEndpoint, _ method: String, _ url: URL?, body: FieldValue? = nil, bodyData: Data? = nil,
+        headers: [String: String] = [:], prior: HTTPAnswer? = nil, report: inout SyncReport
+    ) async throws -> HTTPAnswer {
         guard let url else { throw DepotError(.invalidStore, "Could not build a URL for the endpoint \(endpoint.path).") }
         var spec = HTTPRequestSpec(method: method, url: url, headers: headers)
         spec.headers["Accept"] = "application/json"
         if let body {
             spec.body = Data(JSONText.serialize(body).utf8)
             spec.headers["Content-Type"] = "application/json"
+        } else if let bodyData {
+            spec.body = bodyData
+            spec.headers["Content-Type"] = "application/json"
         }
+        var prior = prior
         if let hook = endpoint.requestHook {
             let before = spec.headers
             hook(&spec)
@@ -217,7 +242,13 @@ public actor SyncCoordinator {
             var retryAfter: Duration?
             var failure: String
             do {
-                let answer = try await transport.send(spec)
+                let answer: HTTPAnswer
+                if let given = prior {
+                    answer = given
+                    prior = nil
+                } else {
+                    answer = try await transport.send(spec)
+                }
                 switch RequestVerdict.classify(status: answer.status, retryAfter: answer.header("retry-after")) {
                 case .retry(let after):
                     retryAfter = after

@@ -127,6 +127,26 @@ public struct SyncEndpoint: Sendable {
         return url("/" + text)
     }
 
+    /// `POST /_batch` on the server (Docs/Server.md, "Batched writes").
+    func batchURL() -> URL? {
+        var text = baseURL.absoluteString
+        while text.hasSuffix("/") { text.removeLast() }
+        return URL(string: text + "/_batch")
+    }
+
+    /// The path of `url` as a batch entry carries it: percent-encoded, as sent on the wire,
+    /// and relative to the server root the batch is posted to (the base URL's own path, if
+    /// any, removed). `nil` for a URL outside the base URL.
+    func wirePath(_ url: URL) -> String? {
+        guard let full = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath,
+            var base = URLComponents(url: baseURL, resolvingAgainstBaseURL: false)?.percentEncodedPath
+        else { return nil }
+        while base.hasSuffix("/") { base.removeLast() }
+        guard full.hasPrefix(base) else { return nil }
+        let path = String(full.dropFirst(base.count))
+        return path.hasPrefix("/") ? path : nil
+    }
+
     /// Model fields -> server JSON object (the id under ``idField`` when given).
     func toServer(_ fields: [String: FieldValue], id: RecordID?) -> FieldValue {
         var out: [String: FieldValue] = [:]

@@ -77,6 +77,9 @@ public enum SyncEvent: Sendable, Hashable {
     case deadLettered(collection: String, id: RecordID, status: Int)
     /// A conflict was settled by the policy (`resolution`: "server", "client", "merged", "echo").
     case conflict(collection: String, id: RecordID, resolution: String)
+    /// The change feed refused the pull's cursor as older than the server's retention
+    /// window (410 `cursorExpired`): the collection is listed again, deletions included.
+    case feedCursorExpired(collection: String)
     /// A record got the id the server assigned.
     case rekeyed(collection: String, from: RecordID, to: RecordID)
     /// A queued upload of the file `name` has sent `bytesDone` of `totalBytes` bytes.

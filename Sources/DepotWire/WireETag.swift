@@ -49,6 +49,9 @@ public enum WireCollections {
     public static let changes = reserved("_depot_changes")
     /// Index of the change log: string id = `collection/kind:id`, field `seq`.
     public static let changeIndex = reserved("_depot_change_index")
+    /// The change log's horizon (one record, id `horizon`, field `seq`): tombstones up to it
+    /// have expired, so a cursor older than it is refused (Docs/Server.md, "Retention").
+    public static let changeHorizon = reserved("_depot_change_horizon")
     /// Sync attachments: string id = the attached collection's name.
     public static let sync = reserved("_depot_sync")
     /// The outbox the store records for attached collections (int ids in commit order).

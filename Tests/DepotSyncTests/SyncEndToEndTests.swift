@@ -159,6 +159,9 @@ struct SyncEndToEndTests {
                 for i in 1...10 { try tx.insert(Record(id: .int(Int64(i)), fields: ["tag": .string("server-\(i)")]), into: tasks) }
             }
             let (a, aStore) = try await client(url, transport: transport, assignment: .server, collection: tasks)
+            // One request per entry: X's failing DELETE must halt the drain before the local
+            // tasks go (in a batch they would all go together, and none would be moved aside).
+            await a.setPushBatchSize(1)
             let x = try await LocalWrites.insert(aStore, tasks, ["tag": "X"])
             try await LocalWrites.delete(aStore, tasks, x)
             for i in 2...10 { _ = try await LocalWrites.insert(aStore, tasks, ["tag": .string("local-\(i)")]) }

@@ -61,9 +61,22 @@ struct SyncFaultTests {
         let serverFaultsOn = Mutex(true)
         let plan = ServerFaults.seeded(seed: seed &* 7919, rate: 0.12)
         let serverFaultCount = Mutex(0)
+        // Batches seen by the server, and batches it cut in half (applied the first half,
+        // lost the answer): both must happen for the run to prove anything about batches.
+        // Besides the seeded mix (whose draws depend on how requests interleave), every
+        // eighth batch while faults are on is cut in half.
+        let batches = Mutex((sent: 0, cut: 0))
         let faults = ServerFaults { method, path in
-            guard serverFaultsOn.withLock({ $0 }), let fault = plan.decide(method, path) else { return nil }
+            let isBatch = method == "POST" && path == "/_batch"
+            let ordinal = isBatch ? batches.withLock { b -> Int in
+                b.sent += 1
+                return b.sent
+            } : 0
+            guard serverFaultsOn.withLock({ $0 }) else { return nil }
+            let fault = ordinal % 8 == 4 ? .loseResponseMidBatch : plan.decide(method, path)
+            guard let fault else { return nil }
             serverFaultCount.withLock { $0 += 1 }
+            if isBatch, fault == .loseResponseMidBatch { batches.withLock { $0.cut += 1 } }
             return fault
         }
         try await withSyncServer(faults: faults) { _, serverDriver, url in
@@ -147,20 +160,25 @@ struct SyncFaultTests {
                 for (tag, fields) in actualTags where expectedTags[tag] == nil { print("seed \(seed) unexpected \(tag) = \(FieldValue.object(fields))") }
                 for (tag, n) in tagCounts where n > 1 { print("seed \(seed) duplicated \(tag) x\(n)") }
             }
+            let batchCounts = batches.withLock { $0 }
+            #expect(batchCounts.sent > 0 && batchCounts.cut > 0, "seed \(seed): batches sent \(batchCounts.sent), cut in half \(batchCounts.cut)")
             #expect(lostNotes == 0 && extraNotes == 0, "seed \(seed): notes lost \(lostNotes), unexpected \(extraNotes)")
             #expect(lostTasks == 0 && extraTasks == 0 && duplicated == 0, "seed \(seed): tasks lost \(lostTasks), unexpected \(extraTasks), duplicated \(duplicated)")
             var faultsSeen: [String: Int] = [:]
             for client in clients { for (k, v) in client.transport.counts.withLock({ $0 }) { faultsSeen[k, default: 0] += v } }
-            Self.totals.withLock { totals in
+            let finished = Self.totals.withLock { totals -> [String: Int]? in
                 totals["seeds", default: 0] += 1
                 totals["operations", default: 0] += Self.operations
                 totals["kills", default: 0] += kills
                 totals["server.faults", default: 0] += serverFaultCount.withLock { $0 }
+                totals["server.batches", default: 0] += batchCounts.sent
+                totals["server.batchesCutInHalf", default: 0] += batchCounts.cut
                 totals["offlineToggles", default: 0] += offlineToggles
                 totals["records", default: 0] += serverNotes.count + serverTasks.count
                 for (k, v) in faultsSeen { totals["client." + k, default: 0] += v }
-                if totals["seeds"] == Self.seeds.count { print("sync fault totals: \(totals.sorted { $0.key < $1.key })") }
+                return totals["seeds"] == Self.seeds.count ? totals : nil
             }
+            if let finished { print("sync fault totals: \(finished.sorted { $0.key < $1.key })") }
         }
     }
 

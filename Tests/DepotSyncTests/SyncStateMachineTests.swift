@@ -61,6 +61,24 @@ struct SyncStateMachineTests {
         #expect(drain.deadLettered == 1)
     }
 
+    @Test("batches: commit order, one entry per record (later ones wait, in order), one collection, blocked records skipped")
+    func drainBatches() {
+        var other = entry(5, 9)
+        other.collection = "tasks"
+        var drain = OutboxDrain(entries: [entry(1, 1), entry(2, 2), entry(3, 1), entry(4, 3), other, entry(6, 1), entry(7, 4), entry(8, 2)])
+        let first = drain.nextBatch(maxCount: 10)
+        #expect(first.map(\.seq) == [1, 2, 4, 7])  // 3, 6 and 8 wait behind their records; 5 is another collection
+        for item in first { drain.finish(item, item.seq == 2 ? .deadLettered : .pushed) }
+        #expect(drain.nextBatch(maxCount: 10).map(\.seq) == [3])  // 8 is behind dead 2; 5 is another collection
+        #expect(drain.nextBatch(maxCount: 10).map(\.seq) == [5])
+        #expect(drain.nextBatch(maxCount: 10).map(\.seq) == [6])
+        #expect(drain.nextBatch(maxCount: 10).isEmpty)
+        var small = OutboxDrain(entries: (1...5).map { entry(Int64($0), .int(Int64($0))) })
+        #expect(small.nextBatch(maxCount: 2).map(\.seq) == [1, 2])
+        #expect(small.nextBatch(maxCount: 2).map(\.seq) == [3, 4])
+        #expect(small.next()?.seq == 5)
+    }
+
     @Test("the drain halts when the server is unreachable")
     func drainHalts() {
         var drain = OutboxDrain(entries: [entry(1, 1), entry(2, 2), entry(3, 3)])

@@ -1,0 +1,168 @@
+import DepotCore
+import DepotWire
+import Foundation
+
+/// `POST /_batch`: many writes in one request, each answered as its own request would be
+/// (Docs/Server.md, "Batched writes").
+extension RequestHandler {
+    /// The path segment of the batch route; names starting with `_` are never collections.
+    static let batchSegment = "_batch"
+
+    /// Answers `GET /_batch`: `{"maxEntries": N, "maxBytes": M}`, the limits of a batch.
+    /// A client asks this (a safe request) before its first batch: a server that answers
+    /// anything else has no batch route, and a POST there might even store the batch as a
+    /// record (Docs/Server.md, "Batched writes").
+    func batchLimits() -> WireResponse {
+        let body: FieldValue = .object([
+            "maxEntries": .int(Int64(configuration.maxBatchEntries)), "maxBytes": .int(Int64(configuration.maxBatchBodySize)),
+        ])
+        return .json(200, JSONText.serialize(body))
+    }
+
+    /// Answers `POST /_batch`: parses the entries, resolves each through the single-request
+    /// routes, applies the writes in as few transactions as their failures allow, and
+    /// answers `{"results": [...]}` in entry order.
+    ///
+    /// `applyingAtMost` cuts the batch after that many entries (the rest neither applied nor
+    /// answered): only the `.loseResponseMidBatch` test fault asks for it, and its answer is
+    /// thrown away.
+    func batch(_ request: WireRequest, applyingAtMost limit: Int? = nil) async throws -> WireResponse {
+        var entries = try parseBatch(request.body)
+        if let limit { entries = Array(entries.prefix(limit)) }
+        var answers = [WireResponse?](repeating: nil, count: entries.count)
+        var writes: [(Int, PlannedWrite)] = []
+        for (index, entry) in entries.enumerated() {
+            guard entry.body.count <= configuration.maxBodySize else {
+                answers[index] = WireResponse.failure(413, "tooLarge", "The request body is larger than \(configuration.maxBodySize) bytes.")
+                continue
+            }
+            do {
+                switch try await resolve(entry, inBatch: true) {
+                case .write(let write): writes.append((index, write))
+                case .answer(let response): answers[index] = response
+                case .batch: answers[index] = methodNotAllowed("POST").response
+                }
+            } catch {
+                answers[index] = Self.failureResponse(error)
+            }
+        }
+        for (index, response) in await applyAll(writes.map(\.1)).enumerated() { answers[writes[index].0] = response }
+        var bytes = Array("{\"results\":[".utf8)
+        for (n, answer) in answers.enumerated() {
+            if n > 0 { bytes.append(UInt8(ascii: ",")) }
+            let response = answer ?? WireResponse.failure(500, "internal", "The server failed to handle the request.")
+            var headers: [String: FieldValue] = [:]
+            for (name, value) in response.headers { headers[name] = .string(value) }
+            let object: FieldValue = .object(["status": .int(Int64(response.status)), "headers": .object(headers), "body": .string(response.body)])
+            JSONText.write(object, into: &bytes)
+        }
+        bytes.append(contentsOf: Array("]}".utf8))
+        return .json(200, String(decoding: bytes, as: UTF8.self))
+    }
+
+    /// Applies `writes` in order, each with exactly its single-request answer, in as few
+    /// transactions as their failures allow.
+    ///
+    /// A run of entries shares one transaction. When an entry fails inside it, the
+    /// transaction rolls back (nothing of the run is kept) and the entries before the failed
+    /// one run again in a new transaction; the failed entry, alone at the head of a run,
+    /// fails exactly as its own request would (its transaction held nothing else), and the
+    /// rest continue after it. A failure that belongs to no entry (the commit, or the
+    /// end-of-transaction reference checks) sends each entry of the run through its own
+    /// transaction. So one failed entry never takes the others with it, and nothing is
+    /// applied twice: a run either commits whole or leaves no trace.
+    func applyAll(_ writes: [PlannedWrite]) async -> [WireResponse] {
+        var answers = [WireResponse?](repeating: nil, count: writes.count)
+        var start = 0
+        var end = writes.count
+        while start < writes.count {
+            let run = Array(writes[start..<end])
+            do {
+                let responses = try await store.write { tx in
+                    var out: [WireResponse] = []
+                    out.reserveCapacity(run.count)
+                    for (offset, write) in run.enumerated() {
+                        do { out.append(try Self.apply(write, in: tx)) } catch { throw EntryFailure(offset: offset, response: Self.failureResponse(error)) }
+                    }
+                    return out
+                }
+                for (offset, response) in responses.enumerated() { answers[start + offset] = response }
+                start = end
+            } catch let failure as EntryFailure {
+                if failure.offset == 0 {
+                    answers[start] = failure.response
+                    start += 1
+                } else {
+                    end = start + failure.offset
+                    continue
+                }
+            } catch {
+                if run.count == 1 {
+                    answers[start] = Self.failureResponse(error)
+                } else {
+                    for (offset, write) in run.enumerated() {
+                        do { answers[start + offset] = try await perform(write) } catch { answers[start + offset] = Self.failureResponse(error) }
+                    }
+                }
+                start = end
+            }
+            end = writes.count
+        }
+        return answers.map { $0 ?? WireResponse.failure(500, "internal", "The server failed to handle the request.") }
+    }
+
+    /// The answer a single request gets for `error` (what ``handle(_:)`` answers).
+    static func failureResponse(_ error: any Error) -> WireResponse {
+        if let failure = error as? HTTPFailure { return failure.response }
+        if let error = error as? DepotError { return answer(for: error) }
+        return WireResponse.failure(500, "internal", "The server failed to handle the request.")
+    }
+
+    /// Reads a batch body into one request per entry.
+    /// - Throws: ``HTTPFailure`` 400 for a body that is not a batch, 413 `batchTooLarge`
+    ///   for more than ``DepotServer/Configuration/maxBatchEntries`` entries.
+    func parseBatch(_ body: [UInt8]) throws -> [WireRequest] {
+        let value: FieldValue
+        do { value = try JSONText.parse(body) } catch let error as DepotError {
+            throw HTTPFailure.badRequest("The batch is not valid JSON: \(error.message)")
+        }
+        guard case .object(let object) = value, case .array(let items)? = object["requests"] else {
+            throw HTTPFailure.badRequest("A batch is an object with a 'requests' array.")
+        }
+        guard items.count <= configuration.maxBatchEntries else {
+            throw HTTPFailure(status: 413, code: "batchTooLarge", message: "A batch may hold at most \(configuration.maxBatchEntries) requests; this one holds \(items.count).")
+        }
+        var requests: [WireRequest] = []
+        requests.reserveCapacity(items.count)
+        for (n, item) in items.enumerated() {
+            guard case .object(let entry) = item, let method = entry["method"]?.stringValue, let path = entry["path"]?.stringValue, path.hasPrefix("/") else {
+                throw HTTPFailure.badRequest("Batch request \(n) needs a 'method' and a 'path' starting with '/'.")
+            }
+            var headers: [String: String] = [:]
+            switch entry["headers"] {
+            case nil, .null?: break
+            case .object(let given)?:
+                for (name, value) in given {
+                    guard let text = value.stringValue else { throw HTTPFailure.badRequest("Batch request \(n): header values must be strings.") }
+                    headers[name.lowercased()] = text
+                }
+            default: throw HTTPFailure.badRequest("Batch request \(n): 'headers' must be an object.")
+            }
+            let bytes: [UInt8]
+            switch entry["body"] {
+            case nil, .null?: bytes = []
+            case .string(let text)?: bytes = Array(text.utf8)
+            default: throw HTTPFailure.badRequest("Batch request \(n): 'body' must be the body's JSON text, as a string.")
+            }
+            requests.append(WireRequest(method: method, path: path, query: "", headers: headers, body: bytes))
+        }
+        return requests
+    }
+}
+
+/// An entry of a batch run failed: the run rolls back and `response` is that entry's answer
+/// (see ``RequestHandler/applyAll(_:)``).
+struct EntryFailure: Error {
+    var offset: Int
+    var response: WireResponse
+}
