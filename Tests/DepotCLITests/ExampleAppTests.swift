@@ -67,12 +67,15 @@ struct ExampleAppTests {
         throw HarnessError("no unused loopback port found in 100 tries")
     }
 
-    /// `true` once something answers HTTP on `port` (tried for up to 15 s).
+    /// `true` once something answers HTTP on `port` (tried for up to 15 s, each attempt
+    /// given 2 s: URLSession's default would let one lost attempt take a minute).
     static func answers(_ port: Int) async throws -> Bool {
         let url = try #require(URL(string: "http://127.0.0.1:\(port)/"))
+        var request = URLRequest(url: url)
+        request.timeoutInterval = 2
         for _ in 0..<300 {
             do {
-                _ = try await URLSession.shared.data(from: url)
+                _ = try await URLSession.shared.data(for: request)
                 return true
             } catch {
                 try await Task.sleep(for: .milliseconds(50))  // not listening yet
