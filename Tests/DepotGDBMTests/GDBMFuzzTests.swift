@@ -67,4 +67,18 @@ import Testing
             try key.withUnsafeBytes { k in try bytes.withUnsafeBytes { v in try BinaryCodec.decodeFields(key: k, value: v) } }
         }
     }
+
+    /// A key that is no record id (found by the gdbm-record fuzz target, Docs/Fuzzing.md):
+    /// `_GDBMRecordFormat.decode` threw the codec's internal error; it is `.corrupted`.
+    @Test(arguments: [[], [0x09], [0x01, 0x00], [0x02], [0x02, 0xFF]] as [[UInt8]])
+    func aKeyThatIsNoRecordIDIsCorrupted(_ key: [UInt8]) throws {
+        let value = _GDBMRecordFormat.encode(Record(id: .int(1), fields: ["a": .int(1)]))
+        let error = #expect(throws: DepotError.self) {
+            try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try _GDBMRecordFormat.decode(key: k, value: v, collection: "c") } }
+        }
+        #expect(error?.code == .corrupted)
+        #expect(throws: DepotError.self) {
+            try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try _GDBMRecordFormat.Reader().decode(key: k, value: v, collection: "c") } }
+        }
+    }
 }
