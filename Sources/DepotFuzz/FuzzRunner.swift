@@ -1,45 +1,4 @@
 import DepotCore
-import Foundation
-import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
-/// One input that broke a target's contract.
-public struct FuzzFailure: Sendable, CustomStringConvertible {
-    /// The target's name.
-    public var target: String
-    /// What broke.
-    public var violation: FuzzViolation
-    /// The input, to save and replay.
-    public var input: [UInt8]
-    /// The execution (from 0) that found it.
-    public var execution: Int
-
-    public var description: String { "\(target): execution \(execution): \(violation) (input of \(input.count) bytes)" }
-}
-
-/// What a run did.
-public struct FuzzReport: Sendable {
-    /// The target's name.
-    public var target: String
-    /// Inputs run.
-    public var executions: Int
-    /// Inputs the target returned a value for (the rest threw a documented error).
-    public var accepted: Int
-    /// Wall time of the run, in seconds.
-    public var seconds: Double
-    /// The slowest input, in seconds of processor time.
-    public var slowest: Double
-    /// Broken contracts, at most the run's `maximumFailures`.
-    public var failures: [FuzzFailure]
-
-    /// Executions per second.
-    public var rate: Double { seconds > 0 ? Double(executions) / seconds : 0 }
-}
 
 /// Runs a target's seeds, then mutants of them, checking the contract on each.
 ///
@@ -143,61 +102,6 @@ public struct FuzzRunner: Sendable {
             return nil
         } catch {
             return error
-        }
-    }
-}
-
-/// Watches the input being run from another thread; one that runs past `limit` seconds is
-/// saved and reported, and the process exits with status 70 (it cannot be interrupted).
-final class FuzzWatchdog: Sendable {
-    private let target: String
-    private let limitNanos: UInt64
-    private let directory: String?
-    /// When the current input started (monotonic nanoseconds), 0 between inputs.
-    private let started = Atomic<UInt64>(0)
-    private let stopped = Atomic<Bool>(false)
-    private let current = Mutex<[UInt8]>([])
-
-    init(target: String, limit: Double, directory: String?) {
-        self.target = target
-        self.limitNanos = UInt64(max(limit, 0.001) * 1e9)
-        self.directory = directory
-        Thread.detachNewThread { [self] in watch() }
-    }
-
-    /// Processor time of the calling thread, in nanoseconds: what the time budget counts, so
-    /// a loaded machine does not turn a fast input into a timeout.
-    static func threadCPUTime() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-    }
-
-    /// Monotonic nanoseconds.
-    static func now() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-    }
-
-    func begin(_ input: [UInt8], at time: UInt64) {
-        current.withLock { $0 = input }
-        started.store(time, ordering: .releasing)
-    }
-
-    func end() { started.store(0, ordering: .releasing) }
-
-    func stop() { stopped.store(true, ordering: .releasing) }
-
-    private func watch() {
-        while !stopped.load(ordering: .acquiring) {
-            usleep(50_000)
-            let began = started.load(ordering: .acquiring)
-            guard began != 0, FuzzWatchdog.now() &- began > limitNanos else { continue }
-            let input = current.withLock { $0 }
-            let path = FuzzFiles.save(input, kind: "timeout", target: target, directory: directory)
-            FileHandle.standardError.write(Data("depot-fuzz: \(target): an input has run for over \(Double(limitNanos) / 1e9) s (a hang); saved to \(path)\n".utf8))
-            _exit(70)
         }
     }
 }

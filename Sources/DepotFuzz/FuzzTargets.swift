@@ -34,13 +34,15 @@ extension FuzzTarget {
         dictionary: jsonTokens, nesting: ([0x5B], [0x5D])
     ) { bytes throws(FuzzViolation) in
         var accepted = false
-        for legacy in [false, true] {
+        // Plain (files, the CLI); the wire's legacy $base64 (the server's bodies); and the
+        // sync client's envelope depth (DepotSync reads change feeds four levels deeper).
+        for (legacy, depth) in [(false, JSONText.maximumDepth), (true, JSONText.maximumDepth), (true, JSONText.maximumDepth + 4)] {
             let decoding: (any Error) -> Bool = { ($0 as? DepotError)?.code == .decoding }
-            guard let value = try FuzzContract.expecting(decoding, { try JSONText.parse(bytes, acceptingLegacyBase64: legacy) }) else { continue }
+            guard let value = try FuzzContract.expecting(decoding, { try JSONText.parse(bytes, acceptingLegacyBase64: legacy, maximumDepth: depth) }) else { continue }
             accepted = true
             for pretty in [false, true] {
                 let text = JSONText.serialize(value, pretty: pretty)
-                guard let again = try FuzzContract.expecting(decoding, { try JSONText.parse(Array(text.utf8), acceptingLegacyBase64: legacy) }) else {
+                guard let again = try FuzzContract.expecting(decoding, { try JSONText.parse(Array(text.utf8), acceptingLegacyBase64: legacy, maximumDepth: depth) }) else {
                     throw FuzzViolation(.contract, "the serialized value does not parse: \(text.prefix(200))")
                 }
                 try FuzzContract.require(again == value, "the value changed in a round trip through \(text.prefix(200))")

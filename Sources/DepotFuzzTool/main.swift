@@ -4,6 +4,12 @@ import Foundation
 // depot-fuzz: runs the fuzz targets of DepotFuzz (Docs/Fuzzing.md). scripts/fuzz builds and
 // runs it; the CLI's targets run in DepotCLITests.
 
+/// Prints one line and flushes it, so a long run's progress shows as it goes even when the
+/// output is a file.
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
 let usage = """
     usage: depot-fuzz [--executions N] [--seed S] [--time-budget SECONDS] [--max-length BYTES]
                       [--corpus DIR] [--failures DIR] [--list] [--replay FILE] [--export-seeds DIR] [TARGET...]
@@ -86,16 +92,16 @@ for base in targets {
     try? FileManager.default.createDirectory(atPath: failures, withIntermediateDirectories: true)
     let crashFile = failures + "/crash-\(target.name)-seed\(seed).bin"
     CrashGuard.install(file: crashFile)
-    print("\(target.name): \(target.seeds.count) seeds, \(target.dictionary.count) tokens, seed \(seed), \(executions) executions (a trap saves its input to \(crashFile))")
+    say("\(target.name): \(target.seeds.count) seeds, \(target.dictionary.count) tokens, seed \(seed), \(executions) executions (a trap saves its input to \(crashFile))")
     let runner = FuzzRunner(executions: executions, seed: seed, timeBudget: budget, maximumLength: maximumLength, maximumFailures: 5, failureDirectory: failures)
     let report = runner.run(target, beforeEach: CrashGuard.willRun) { count, seconds in
-        if Int(seconds) % 30 == 0 { print("  \(count) executions, \(Int(seconds)) s, \(Int(Double(count) / seconds))/s") }
+        if Int(seconds) % 30 == 0 { say("  \(count) executions, \(Int(seconds)) s, \(Int(Double(count) / seconds))/s") }
     }
-    print(String(format: "%@: %d executions in %.1f s (%.0f/s), %d accepted, slowest %.2f ms, %d failures",
+    say(String(format: "%@: %d executions in %.1f s (%.0f/s), %d accepted, slowest %.2f ms, %d failures",
                  target.name, report.executions, report.seconds, report.rate, report.accepted, report.slowest * 1000, report.failures.count))
     for failure in report.failures {
         let path = FuzzFiles.save(failure.input, kind: failure.violation.kind == .timeout ? "timeout" : "failure", target: target.name, directory: failures)
-        print("  FAILED \(failure) -> \(path)")
+        say("  FAILED \(failure) -> \(path)")
         failed = true
     }
 }
