@@ -66,10 +66,19 @@ extension FuzzTarget {
         let invalidStore: (any Error) -> Bool = { ($0 as? DepotError)?.code == .invalidStore }
         guard let location = try FuzzContract.expecting(invalidStore, { try StoreLocation(text) }) else { return false }
         try FuzzContract.require(!location.scheme.isEmpty && location.scheme == location.scheme.lowercased(), "the scheme \(location.scheme) is empty or not lower-case")
-        try FuzzContract.require(!location.path.contains("?"), "the path \(location.path) holds the options' '?'")
+        try FuzzContract.require(!location.path.utf8.contains(0x3F), "the path \(location.path.prefix(100)) holds the options' '?'")
         _ = try FuzzContract.expecting(invalidStore) { try location.durability() }
         _ = try FuzzContract.expecting(invalidStore) { try location.rejectUnknownOptions(["durability"]) }
-        _ = location.description
+        // The description hides a password (`//user:secret@`) and secret options.
+        let description = location.description
+        let path = Array(location.path.utf8)
+        if path.starts(with: [0x2F, 0x2F]), let at = path.firstIndex(of: 0x40), let colon = path[2..<at].firstIndex(of: 0x3A) {
+            let masked = String(decoding: path[..<colon], as: UTF8.self) + ":***@"
+            try FuzzContract.require(description.utf8.starts(with: Array((location.scheme + ":" + masked).utf8)), "the description does not hide the password: \(description.prefix(200))")
+        }
+        for key in location.options.keys where ["password", "token", "secret", "key"].contains(key.lowercased()) {
+            try FuzzContract.require(description.contains("\(key)=***"), "the description does not hide the option \(key)")
+        }
         return true
     }
 }
