@@ -17,6 +17,8 @@ let package = Package(
         .library(name: "DepotConformance", targets: ["DepotConformance"]),
         .executable(name: "depot", targets: ["DepotCLI"]),
         .executable(name: "depot-crash-helper", targets: ["DepotCrashHelper"]),
+        // The fuzz harness (Docs/Fuzzing.md); scripts/fuzz runs it.
+        .executable(name: "depot-fuzz", targets: ["DepotFuzzTool"]),
         // The benchmark engine of `depot bench`, also used by the Benchmarks/ packages.
         .library(name: "DepotBench", targets: ["DepotBench"]),
         // The @Model macro (Docs/Models.md); the only product that builds swift-syntax.
@@ -126,12 +128,18 @@ let package = Package(
         ),
         // Commits transactions until killed; the crash tests of every driver run it.
         .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot", "DepotPostgres"], swiftSettings: settings),
+        // The fuzz harness (Docs/Fuzzing.md): the engine and the targets of every module but
+        // the CLI's (an executable: its targets run in DepotCLITests), and the tool that runs them.
+        .target(name: "DepotFuzz", dependencies: ["DepotCore", "DepotGDBM", "DepotJSONFile", "DepotServer"], swiftSettings: settings),
+        .executableTarget(name: "DepotFuzzTool", dependencies: ["DepotFuzz"], swiftSettings: settings),
+        .testTarget(name: "DepotFuzzTests", dependencies: ["DepotFuzz", "DepotCore"], swiftSettings: settings),
         // A small app on Depot (Examples/README.md), built with the package and run by ExampleAppTests.
         .executableTarget(name: "Bookshelf", dependencies: ["Depot"], path: "Examples/Bookshelf", swiftSettings: settings),
         // End-to-end tests of `depot` (they run the built executable).
         // CSQLite: NoTraceTests makes SQLite databases of "another program" (no Depot tables).
         // DepotPostgres and DepotServer: DocsServiceExamples compiles Docs/PostgresDriver.md's and Docs/Server.md's examples.
-        .testTarget(name: "DepotCLITests", dependencies: ["Depot", "DepotCLI", "DepotConformance", "CSQLite", "DepotPostgres", "DepotServer"], swiftSettings: settings),
+        // DepotFuzz: the CLI's fuzz targets (CLIFuzzTargets.swift, Docs/Fuzzing.md).
+        .testTarget(name: "DepotCLITests", dependencies: ["Depot", "DepotCLI", "DepotConformance", "CSQLite", "DepotPostgres", "DepotServer", "DepotFuzz"], swiftSettings: settings),
         // The engine of `depot bench` (workloads, raw baselines, report, chart).
         .target(name: "DepotBench", dependencies: ["Depot", "DepotCore", "DepotConformance", "CSQLite", "CGDBM"], swiftSettings: settings),
         .testTarget(name: "DepotBenchTests", dependencies: ["DepotBench", "Depot"], swiftSettings: settings),

@@ -15,53 +15,9 @@ enum CSV {
     /// - Throws: a message for a quote inside an unquoted field, text after a closing quote,
     ///   or bytes that are not UTF-8.
     static func fields(_ bytes: [UInt8]) throws -> [String]? {
-        var fields: [String] = []
-        var current: [UInt8] = []
-        var index = 0
-        var quoted = false
-        var fieldStart = true
-        var afterClosingQuote = false
-        func finish() throws {
-            guard let text = String(validating: current, as: UTF8.self) else {
-                throw CSVError("field \(fields.count + 1) is not valid UTF-8")
-            }
-            fields.append(text)
-            current.removeAll(keepingCapacity: true)
-        }
-        while index < bytes.count {
-            let byte = bytes[index]
-            if quoted {
-                if byte == 0x22 {
-                    if index + 1 < bytes.count, bytes[index + 1] == 0x22 {
-                        current.append(0x22)
-                        index += 1
-                    } else {
-                        quoted = false
-                        afterClosingQuote = true
-                    }
-                } else {
-                    current.append(byte)
-                }
-            } else if byte == 0x2C {
-                try finish()
-                fieldStart = true
-                afterClosingQuote = false
-                index += 1
-                continue
-            } else if afterClosingQuote {
-                throw CSVError("field \(fields.count + 1) has text after its closing quote")
-            } else if byte == 0x22 {
-                guard fieldStart else { throw CSVError("field \(fields.count + 1) has a quote but does not start with one; quote the whole field and double the quotes in it") }
-                quoted = true
-            } else {
-                current.append(byte)
-            }
-            fieldStart = false
-            index += 1
-        }
-        if quoted { return nil }
-        try finish()
-        return fields
+        var splitter = CSVRecordSplitter()
+        try splitter.feed(bytes)
+        return splitter.isOpen ? nil : try splitter.finish()
     }
 
     /// The value of one field's text, inferred when `type` is `nil` (never lossy): empty is
@@ -134,6 +90,76 @@ enum CSV {
         let needs = text.contains { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" }
             || text.first == " " || text.last == " "
         return needs ? "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : text
+    }
+}
+
+/// Splits one CSV record fed a line at a time, so a record whose quoted field spans many
+/// lines is read in one pass. (Splitting the whole record again for each line was quadratic:
+/// an input with an unclosed quote took seconds for a few thousand lines, and a large file
+/// would never finish. Found by the cli-csv fuzz target, Docs/Fuzzing.md.)
+struct CSVRecordSplitter {
+    private(set) var fields: [String] = []
+    private var current: [UInt8] = []
+    private var quoted = false
+    private var fieldStart = true
+    private var afterClosingQuote = false
+
+    /// `true` when a quoted field is open at the end of what was fed.
+    var isOpen: Bool { quoted }
+
+    /// Reads more of the record. A quote at the end of `bytes` closes a quoted field: feed
+    /// whole lines (and the line break between them on its own).
+    /// - Throws: ``CSVError`` for a quote inside an unquoted field, text after a closing
+    ///   quote, or a field that is not UTF-8.
+    mutating func feed(_ bytes: some Swift.Collection<UInt8>) throws {
+        var index = bytes.startIndex
+        while index != bytes.endIndex {
+            let byte = bytes[index]
+            let next = bytes.index(after: index)
+            if quoted {
+                if byte == 0x22 {
+                    if next != bytes.endIndex, bytes[next] == 0x22 {
+                        current.append(0x22)
+                        index = next
+                    } else {
+                        quoted = false
+                        afterClosingQuote = true
+                    }
+                } else {
+                    current.append(byte)
+                }
+            } else if byte == 0x2C {
+                try finishField()
+                fieldStart = true
+                afterClosingQuote = false
+                index = next
+                continue
+            } else if afterClosingQuote {
+                throw CSVError("field \(fields.count + 1) has text after its closing quote")
+            } else if byte == 0x22 {
+                guard fieldStart else { throw CSVError("field \(fields.count + 1) has a quote but does not start with one; quote the whole field and double the quotes in it") }
+                quoted = true
+            } else {
+                current.append(byte)
+            }
+            fieldStart = false
+            index = bytes.index(after: index)
+        }
+    }
+
+    /// The record's fields, once no quoted field is open.
+    /// - Throws: ``CSVError`` when the last field is not UTF-8.
+    mutating func finish() throws -> [String] {
+        try finishField()
+        return fields
+    }
+
+    private mutating func finishField() throws {
+        guard let text = String(validating: current, as: UTF8.self) else {
+            throw CSVError("field \(fields.count + 1) is not valid UTF-8")
+        }
+        fields.append(text)
+        current.removeAll(keepingCapacity: true)
     }
 }
 
@@ -216,18 +242,19 @@ struct CSVRecordReader {
     private mutating func nextRow() throws -> (Int, [String])? {
         guard let first = try reader.next() else { return nil }
         let start = reader.lineNumber
-        var bytes = Array(first)
-        while true {
-            do {
-                if let fields = try CSV.fields(bytes) { return (start, fields) }
-            } catch let error as CSVError {
-                throw LoadLineError(line: start, error: DepotError(.decoding, "malformed CSV: \(error.message)."))
+        var splitter = CSVRecordSplitter()
+        do {
+            try splitter.feed(first)
+            while splitter.isOpen {
+                guard let more = try reader.next() else {
+                    throw LoadLineError(line: start, error: DepotError(.decoding, "malformed CSV: a quoted field is not closed before the end of the input."))
+                }
+                try splitter.feed(CollectionOfOne(0x0A))
+                try splitter.feed(more)
             }
-            guard let more = try reader.next() else {
-                throw LoadLineError(line: start, error: DepotError(.decoding, "malformed CSV: a quoted field is not closed before the end of the input."))
-            }
-            bytes.append(0x0A)
-            bytes.append(contentsOf: more)
+            return (start, try splitter.finish())
+        } catch let error as CSVError {
+            throw LoadLineError(line: start, error: DepotError(.decoding, "malformed CSV: \(error.message)."))
         }
     }
 }

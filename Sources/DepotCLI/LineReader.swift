@@ -25,6 +25,16 @@ final class LineReader {
         ownsDescriptor = false
     }
 
+    /// Reads `bytes` already in memory, as if they were a file (the fuzz targets,
+    /// Docs/Fuzzing.md).
+    init(bytes: [UInt8]) {
+        fd = -1
+        ownsDescriptor = false
+        buffer = bytes
+        atEnd = true
+        bytesRead = bytes.count
+    }
+
     /// Opens `path` for reading.
     /// - Throws: a ``CLIFailure`` when the file cannot be opened.
     init(path: String) throws {

@@ -20,33 +20,39 @@ public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
     /// Parses a store string.
     /// - Throws: ``DepotError`` `.invalidStore` when there is no scheme or an option is malformed.
     public init(_ string: String) throws {
-        guard let colon = string.firstIndex(of: ":") else {
+        // Split on the bytes of ':', '?', '&' and '=' (all ASCII), never on Characters: a
+        // Character may join one of them with a prepended or combining scalar ("\u{603}?"),
+        // which hid it from a Character search (found by the store-location fuzz target,
+        // Docs/Fuzzing.md). Cutting valid UTF-8 at ASCII bytes keeps every piece valid.
+        let bytes = Array(string.utf8)
+        func text(_ slice: ArraySlice<UInt8>) -> String { String(decoding: slice, as: UTF8.self) }
+        guard let colon = bytes.firstIndex(of: 0x3A) else {
             throw DepotError(.invalidStore, "A store string starts with a driver scheme, such as 'sqlite:app.db', 'json:data.json', 'gdbm:dir' or 'memory:'.")
         }
-        let scheme = String(string[..<colon]).lowercased()
+        let scheme = text(bytes[..<colon]).lowercased()
         guard !scheme.isEmpty, scheme.utf8.allSatisfy({ isLetter($0) || isDigit($0) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E }) else {
             throw DepotError(.invalidStore, "The store string's scheme is not valid.")
         }
-        var rest = String(string[string.index(after: colon)...])
+        var rest = bytes[(colon + 1)...]
         var options: [String: String] = [:]
         // `sqlite::memory:` has no options; a '?' starts them elsewhere.
-        if let question = rest.firstIndex(of: "?") {
-            let query = rest[rest.index(after: question)...]
-            rest = String(rest[..<question])
-            for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
-                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        if let question = rest.firstIndex(of: 0x3F) {
+            let query = rest[(question + 1)...]
+            rest = rest[..<question]
+            for pair in query.split(separator: 0x26, omittingEmptySubsequences: true) {
+                let parts = pair.split(separator: 0x3D, maxSplits: 1, omittingEmptySubsequences: false)
                 guard parts.count == 2, !parts[0].isEmpty,
-                    let key = String(parts[0]).removingPercentEncodingSafely,
-                    let value = String(parts[1]).removingPercentEncodingSafely
+                    let key = text(parts[0]).removingPercentEncodingSafely,
+                    let value = text(parts[1]).removingPercentEncodingSafely
                 else {
-                    throw DepotError(.invalidStore, "Store option '\(CollectionName.quotedForMessage(String(pair.prefix(40))))' is not KEY=VALUE.")
+                    throw DepotError(.invalidStore, "Store option '\(CollectionName.quotedForMessage(String(text(pair).prefix(40))))' is not KEY=VALUE.")
                 }
                 guard options[key] == nil else { throw DepotError(.invalidStore, "Store option '\(key)' is given twice.") }
                 options[key] = value
             }
         }
         self.scheme = scheme
-        self.path = rest
+        self.path = text(rest)
         self.options = options
     }
 
@@ -78,11 +84,12 @@ public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
     /// safe for logs and messages.
     public var description: String {
         var shown = path
-        if let at = shown.firstIndex(of: "@"), shown.hasPrefix("//") {
-            let userInfo = shown[shown.index(shown.startIndex, offsetBy: 2)..<at]
-            if let colon = userInfo.firstIndex(of: ":") {
-                shown = "//" + userInfo[..<colon] + ":***" + shown[at...]
-            }
+        // Bytes, not Characters, as in init(_:): a scalar joined to ':' or '@' must not keep
+        // a password from being hidden.
+        let bytes = Array(path.utf8)
+        if bytes.starts(with: [0x2F, 0x2F]), let at = bytes.firstIndex(of: 0x40),
+            let colon = bytes[2..<at].firstIndex(of: 0x3A) {
+            shown = String(decoding: bytes[..<colon], as: UTF8.self) + ":***" + String(decoding: bytes[at...], as: UTF8.self)
         }
         let secretKeys: Set<String> = ["password", "token", "secret", "key"]
         let opts = options.keys.sorted().map { secretKeys.contains($0.lowercased()) ? "\($0)=***" : "\($0)=\(options[$0] ?? "")" }

@@ -12,13 +12,18 @@ public enum _GDBMRecordFormat {
     }
 
     /// Decodes a stored value, verifying its checksum.
-    /// - Throws: ``DepotError`` `.corrupted`.
+    /// - Throws: ``DepotError`` `.corrupted` when the value or the key is damaged.
     public static func decode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, collection: String) throws -> Record {
         try decode(key: key, value: value, collection: collection, layouts: nil)
     }
 
     fileprivate static func decode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, collection: String, layouts: FieldLayoutCache?) throws -> Record {
-        let id = try BinaryCodec.id(fromKey: key)
+        // A damaged key is a damaged record too: `.corrupted`, never the codec's own error
+        // (found by the gdbm-record fuzz target, Docs/Fuzzing.md).
+        let id: RecordID
+        do { id = try BinaryCodec.id(fromKey: key) } catch {
+            throw GDBMErrors.corrupted("A key in collection '\(collection)' is not a record id.", collection: collection)
+        }
         do {
             return Record(id: id, fields: try BinaryCodec.decodeFields(key: key, value: value, layouts: layouts))
         } catch {

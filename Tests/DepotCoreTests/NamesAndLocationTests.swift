@@ -55,4 +55,19 @@ import Testing
             #expect(error.message.contains("mongo"))
         }
     }
+
+    /// A scalar that joins the next one into a Character (U+0603 prepends, U+0301 combines)
+    /// hid a ':', '?' or '=' from the Character search the parser used: the options stayed
+    /// in the path and a password stayed in the description (found by the store-location
+    /// fuzz target, Docs/Fuzzing.md). The parser splits on bytes now.
+    @Test func delimitersInsideAGraphemeStillSplit() throws {
+        let options = try StoreLocation("gdbm:dir\u{603}?durability=normal")
+        #expect(options.path == "dir\u{603}")
+        #expect(options.options == ["durability": "normal"])
+        let combined = try StoreLocation("json:a.json?x=1&\u{603}=2\u{301}&durability=full")
+        #expect(combined.options == ["x": "1", "\u{603}": "2\u{301}", "durability": "full"])
+        let secret = try StoreLocation("postgres://bob\u{603}:hunter2@db/app")
+        #expect(!secret.description.contains("hunter2"))
+        #expect(secret.description == "postgres://bob\u{603}:***@db/app")
+    }
 }

@@ -67,4 +67,39 @@ import Testing
             try key.withUnsafeBytes { k in try bytes.withUnsafeBytes { v in try BinaryCodec.decodeFields(key: k, value: v) } }
         }
     }
+
+    /// A key that is no record id (found by the gdbm-record fuzz target, Docs/Fuzzing.md):
+    /// `_GDBMRecordFormat.decode` threw the codec's internal error; it is `.corrupted`.
+    @Test(arguments: [[], [0x09], [0x01, 0x00], [0x02], [0x02, 0xFF]] as [[UInt8]])
+    func aKeyThatIsNoRecordIDIsCorrupted(_ key: [UInt8]) throws {
+        let value = _GDBMRecordFormat.encode(Record(id: .int(1), fields: ["a": .int(1)]))
+        let error = #expect(throws: DepotError.self) {
+            try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try _GDBMRecordFormat.decode(key: k, value: v, collection: "c") } }
+        }
+        #expect(error?.code == .corrupted)
+        #expect(throws: DepotError.self) {
+            try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try _GDBMRecordFormat.Reader().decode(key: k, value: v, collection: "c") } }
+        }
+    }
+
+    /// Values no Depot writer stores, under a valid checksum: NaN, and nesting one level
+    /// deeper than `FieldValue.maximumDepth` (the decoder allowed both; the gdbm-record fuzz
+    /// target's contract says a decoded value is storable, Docs/Fuzzing.md). Both are
+    /// `.corrupted`; the deepest storable value still reads.
+    @Test func unstorableValuesUnderAValidChecksumAreCorrupted() throws {
+        func nested(_ levels: Int) -> FieldValue { (0..<levels).reduce(FieldValue.null) { inner, _ in .array([inner]) } }
+        let key = _GDBMRecordFormat.key(for: .int(1))
+        func decode(_ fields: [String: FieldValue]) throws -> Record {
+            let value = BinaryCodec.encodeAnyRecord(key: key, fields: fields)
+            return try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try _GDBMRecordFormat.decode(key: k, value: v, collection: "c") } }
+        }
+        let deepest = nested(FieldValue.maximumDepth)
+        try deepest.validate(field: "a")
+        #expect(try decode(["a": deepest]).fields == ["a": deepest])
+        #expect(throws: (any Error).self) { try nested(FieldValue.maximumDepth + 1).validate(field: "a") }
+        for unstorable: FieldValue in [.double(.nan), .array([.double(-.nan)]), nested(FieldValue.maximumDepth + 1)] {
+            let error = #expect(throws: DepotError.self) { try decode(["a": unstorable]) }
+            #expect(error?.code == .corrupted)
+        }
+    }
 }

@@ -1,0 +1,123 @@
+import Depot
+import DepotFuzz
+import Foundation
+import Testing
+
+@testable import DepotCLI
+
+/// The CLI's fuzz targets (Docs/Fuzzing.md). They live here, not in DepotFuzz, because the
+/// CLI is an executable module that only a test target can import; scripts/fuzz runs them
+/// through this suite with `DEPOT_FUZZ_EXECUTIONS`.
+enum CLIFuzzTargets {
+    static let all = [whereOption, jsonLines, csv, options]
+
+    /// `--where`: a filter or a usage failure; the filter's value is storable.
+    static let whereOption = FuzzTarget(
+        name: "cli-where", summary: "WhereParser.parse (DepotCLI): the --where option",
+        seeds: ["year >= 1950", #"name = "Ada""#, "tags in [1, 2]", "x is-null", #"title prefix "Du""#, "age>=18", "a not-in []"].map { Array(utf8: $0) },
+        dictionary: (WhereParser.operators + [" ", "id", "==", "\"", "[", "]", "true", "null", "1.5"]).map { Array(utf8: $0) } + FuzzTarget.jsonTokens,
+        nesting: ([0x5B], [0x5D])
+    ) { bytes throws(FuzzViolation) in
+        let text = String(decoding: bytes, as: UTF8.self)
+        return try FuzzContract.expecting(CLIFailure.self) { try WhereParser.parse(text) } != nil
+    }
+
+    /// `depot load` JSON Lines through ``LineReader``: each line a load item or a
+    /// `.decoding` error; accepted items' fields are storable.
+    static let jsonLines = FuzzTarget(
+        name: "cli-jsonl", summary: "LineReader + JSONText.parse + LoadItem(json:) (DepotCLI): depot load's JSON Lines",
+        seeds: ["{\"id\":1,\"name\":\"Ada\"}\n{\"name\":\"Grace\"}\r\n", "{\"id\":\"k\",\"b\":{\"$bytes\":\"AA==\"}}", "\n\n{}\n"].map { Array(utf8: $0) },
+        dictionary: FuzzTarget.jsonTokens + [[0x0A], [0x0D, 0x0A]], nesting: ([0x7B, 0x22, 0x61, 0x22, 0x3A], [0x7D])
+    ) { bytes throws(FuzzViolation) in
+        let reader = LineReader(bytes: bytes)
+        var accepted = false
+        while true {
+            guard let line = try FuzzContract.expecting(CLIFailure.self, { try reader.next() }) else { return accepted }
+            guard let line else { return accepted }
+            if line.isEmpty { continue }
+            // One trailing "\r" is removed (a CRLF line end); a CR before it is the line's own.
+            try FuzzContract.require(!line.contains(0x0A), "a line holds a line feed")
+            let decoding: (any Error) -> Bool = { ($0 as? DepotError)?.code == .decoding }
+            guard let item = try FuzzContract.expecting(decoding, { try LoadItem(json: try JSONText.parse(Array(line))) }) else { continue }
+            accepted = true
+            if case .record(let record) = item {
+                for (name, value) in record.fields {
+                    do { try value.validate(field: name, depth: -2) } catch { throw FuzzViolation(.contract, "a loaded value nests deeper than JSON allows: \(error)") }
+                }
+            }
+        }
+    }
+
+    /// `depot load --format csv`: rows as load items or a ``LoadLineError``, with and without
+    /// `--types`; an accepted row has as many fields as the header.
+    static let csv = FuzzTarget(
+        name: "cli-csv", summary: "CSVRecordReader, CSV.fields, CSV.value (DepotCLI): depot load --format csv",
+        seeds: ["id,a,b,c\n1,2,1.5,true\n2,\"x,\"\"y\"\"\",,false\n", "a,b\n\"multi\nline\",3\n", "\u{FEFF}id,name\nk,Ada\r\n"].map { Array(utf8: $0) },
+        dictionary: [",", "\"", "\"\"", "\n", "\r\n", "id", "a", "b", "c", "true", "false", "1.5", "-0", "1e5"].map { Array(utf8: $0) }
+    ) { bytes throws(FuzzViolation) in
+        var accepted = false
+        for types: [String: CSV.ColumnType] in [[:], ["a": .int, "b": .double, "c": .bool]] {
+            var reader = CSVRecordReader(reader: LineReader(bytes: bytes), types: types)
+            let typed: (any Error) -> Bool = { $0 is LoadLineError || $0 is CLIFailure }
+            while let row = try FuzzContract.expecting(typed, { try reader.next() }) {
+                guard let row else { break }
+                accepted = true
+                let fields: [String: FieldValue]
+                switch row.item {
+                case .record(let record): fields = record.fields
+                case .fields(let values): fields = values
+                }
+                try FuzzContract.require(fields.count < (reader.header?.count ?? 0) + 1, "a row has more fields than the header")
+                for (name, value) in fields {
+                    do { try value.validate(field: name) } catch { throw FuzzViolation(.contract, "a CSV value is not storable: \(error)") }
+                }
+            }
+        }
+        return accepted
+    }
+
+    /// The small option parsers: `--sort`, `--types`, `--unique`/`--index` field lists.
+    static let options = FuzzTarget(
+        name: "cli-options", summary: "WhereParser.sortKey, CSV.types, LoadCommand.fields (DepotCLI): --sort, --types, --unique",
+        seeds: ["year:desc", "a:int,b:string", "a,b", "id"].map { Array(utf8: $0) },
+        dictionary: [":", ",", "asc", "desc", "int", "double", "bool", "string", " "].map { Array(utf8: $0) }
+    ) { bytes throws(FuzzViolation) in
+        let text = String(decoding: bytes, as: UTF8.self)
+        let sort = try FuzzContract.expecting(CLIFailure.self) { try WhereParser.sortKey(text) }
+        let types = try FuzzContract.expecting(CLIFailure.self) { try CSV.types(text) }
+        let fields = try FuzzContract.expecting(CLIFailure.self) { try LoadCommand.fields(text, option: "--unique") }
+        return sort != nil || types != nil || fields != nil
+    }
+}
+
+/// The short run of the CLI's targets (the long one: scripts/fuzz --long).
+@Suite("CLI fuzz targets")
+struct CLIFuzzTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fuzz").path
+    static var executions: Int { ProcessInfo.processInfo.environment["DEPOT_FUZZ_EXECUTIONS"].flatMap(Int.init) ?? 3_000 }
+
+    @Test("short run keeps the contract", arguments: CLIFuzzTargets.all.map(\.name))
+    func shortRun(_ name: String) throws {
+        // scripts/fuzz names the targets to run; the others pass at once.
+        if let only = ProcessInfo.processInfo.environment["DEPOT_FUZZ_TARGETS"], !only.isEmpty, !only.split(separator: ",").contains(Substring(name)) { return }
+        let base = try #require(CLIFuzzTargets.all.first { $0.name == name })
+        let target = FuzzFiles.loading(base, from: Self.root)
+        let seed = ProcessInfo.processInfo.environment["DEPOT_FUZZ_SEED"].flatMap(UInt64.init) ?? 1
+        let report = FuzzRunner(executions: Self.executions, seed: seed, timeBudget: 2, maximumFailures: 3).run(target)
+        print(String(format: "%@: %d executions in %.1f s (%.0f/s), %d accepted, slowest %.2f ms, %d failures",
+                     name, report.executions, report.seconds, report.rate, report.accepted, report.slowest * 1000, report.failures.count))
+        for failure in report.failures {
+            let path = FuzzFiles.save(failure.input, kind: "failure", target: name, directory: ProcessInfo.processInfo.environment["DEPOT_FUZZ_FAILURES"] ?? NSTemporaryDirectory() + "depot-fuzz-failures")
+            Issue.record("\(failure) -> \(path); first bytes (base64): \(Data(failure.input.prefix(120)).base64EncodedString())")
+        }
+        #expect(report.accepted > 0)
+    }
+
+    @Test("saved regression inputs keep the contract", arguments: CLIFuzzTargets.all.map(\.name))
+    func regressions(_ name: String) throws {
+        let target = try #require(CLIFuzzTargets.all.first { $0.name == name })
+        for (file, input) in FuzzFiles.inputs(in: Self.root + "/regressions/" + name) {
+            #expect(FuzzRunner.replay(input, on: target) == nil, "regressions/\(name)/\(file)")
+        }
+    }
+}
