@@ -64,4 +64,23 @@ public enum FuzzFiles {
         guard FileManager.default.createFile(atPath: path, contents: Data(input)) else { return "(could not write \(path))" }
         return path
     }
+
+    /// The short run the test suites make of a target (Docs/Fuzzing.md): `target` loaded with
+    /// its corpus and dictionary from `root`, run for `DEPOT_FUZZ_EXECUTIONS` inputs (3,000 by
+    /// default) from `DEPOT_FUZZ_SEED` (1), a summary line printed, and each failing input
+    /// saved in `DEPOT_FUZZ_FAILURES` (a temporary folder by default). Returns the report and
+    /// one line per failure naming the saved file, for the test to record.
+    public static func shortRun(_ target: FuzzTarget, root: String) -> (report: FuzzReport, failures: [String]) {
+        let environment = ProcessInfo.processInfo.environment
+        let executions = environment["DEPOT_FUZZ_EXECUTIONS"].flatMap(Int.init) ?? 3_000
+        let seed = environment["DEPOT_FUZZ_SEED"].flatMap(UInt64.init) ?? 1
+        let report = FuzzRunner(executions: executions, seed: seed, timeBudget: 2, maximumFailures: 3).run(loading(target, from: root))
+        print(String(format: "%@: %d executions in %.1f s (%.0f/s), %d accepted, slowest %.2f ms, %d failures",
+                     target.name, report.executions, report.seconds, report.rate, report.accepted, report.slowest * 1000, report.failures.count))
+        let folder = environment["DEPOT_FUZZ_FAILURES"] ?? NSTemporaryDirectory() + "depot-fuzz-failures"
+        let failures = report.failures.map { failure in
+            "\(failure) -> \(save(failure.input, kind: "failure", target: target.name, directory: folder)); first bytes (base64): \(Data(failure.input.prefix(120)).base64EncodedString())"
+        }
+        return (report, failures)
+    }
 }

@@ -94,22 +94,14 @@ enum CLIFuzzTargets {
 @Suite("CLI fuzz targets")
 struct CLIFuzzTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fuzz").path
-    static var executions: Int { ProcessInfo.processInfo.environment["DEPOT_FUZZ_EXECUTIONS"].flatMap(Int.init) ?? 3_000 }
 
     @Test("short run keeps the contract", arguments: CLIFuzzTargets.all.map(\.name))
     func shortRun(_ name: String) throws {
         // scripts/fuzz names the targets to run; the others pass at once.
         if let only = ProcessInfo.processInfo.environment["DEPOT_FUZZ_TARGETS"], !only.isEmpty, !only.split(separator: ",").contains(Substring(name)) { return }
         let base = try #require(CLIFuzzTargets.all.first { $0.name == name })
-        let target = FuzzFiles.loading(base, from: Self.root)
-        let seed = ProcessInfo.processInfo.environment["DEPOT_FUZZ_SEED"].flatMap(UInt64.init) ?? 1
-        let report = FuzzRunner(executions: Self.executions, seed: seed, timeBudget: 2, maximumFailures: 3).run(target)
-        print(String(format: "%@: %d executions in %.1f s (%.0f/s), %d accepted, slowest %.2f ms, %d failures",
-                     name, report.executions, report.seconds, report.rate, report.accepted, report.slowest * 1000, report.failures.count))
-        for failure in report.failures {
-            let path = FuzzFiles.save(failure.input, kind: "failure", target: name, directory: ProcessInfo.processInfo.environment["DEPOT_FUZZ_FAILURES"] ?? NSTemporaryDirectory() + "depot-fuzz-failures")
-            Issue.record("\(failure) -> \(path); first bytes (base64): \(Data(failure.input.prefix(120)).base64EncodedString())")
-        }
+        let (report, failures) = FuzzFiles.shortRun(base, root: Self.root)
+        for failure in failures { Issue.record(Comment(rawValue: failure)) }
         #expect(report.accepted > 0)
     }
 

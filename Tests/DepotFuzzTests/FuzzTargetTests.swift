@@ -15,16 +15,10 @@ struct FuzzTargetTests {
 
     @Test("short run keeps the contract", arguments: FuzzTarget.all.map(\.name))
     func shortRun(_ name: String) throws {
-        let target = FuzzFiles.loading(try #require(FuzzTarget.named(name)), from: Self.root)
+        let target = try #require(FuzzTarget.named(name))
         #expect(!FuzzFiles.inputs(in: Self.root + "/corpus/" + name).isEmpty, "no committed corpus in Tests/Fuzz/corpus/\(name)")
-        let seed = ProcessInfo.processInfo.environment["DEPOT_FUZZ_SEED"].flatMap(UInt64.init) ?? 1
-        let report = FuzzRunner(executions: Self.executions, seed: seed, timeBudget: 2, maximumFailures: 3).run(target)
-        print(String(format: "%@: %d executions in %.1f s (%.0f/s), %d accepted, slowest %.2f ms, %d failures",
-                     name, report.executions, report.seconds, report.rate, report.accepted, report.slowest * 1000, report.failures.count))
-        for failure in report.failures {
-            let path = FuzzFiles.save(failure.input, kind: "failure", target: name, directory: ProcessInfo.processInfo.environment["DEPOT_FUZZ_FAILURES"] ?? NSTemporaryDirectory() + "depot-fuzz-failures")
-            Issue.record("\(failure) -> \(path); first bytes (base64): \(Data(failure.input.prefix(120)).base64EncodedString())")
-        }
+        let (report, failures) = FuzzFiles.shortRun(target, root: Self.root)
+        for failure in failures { Issue.record(Comment(rawValue: failure)) }
         #expect(report.executions == Self.executions || !report.failures.isEmpty)
         #expect(report.accepted > 0, "no input was accepted: the run never got past the first check")
     }
