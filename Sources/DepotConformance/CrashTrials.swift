@@ -34,6 +34,20 @@ public struct CrashTrialReport: Sendable, CustomStringConvertible {
 /// let report = try await CrashTrials.run(store: "sqlite:\(dir)/s.db", factory: factory, directory: dir, trials: 200, seed: 1)
 /// ```
 public enum CrashTrials {
+    /// The number of kill trials a configuration of a driver runs: `defaultTrials`, or, when
+    /// the environment sets `DEPOT_CRASH_TRIALS=N` (the long mode, Docs/Testing.md), the
+    /// configuration's even share of N trials for the whole driver.
+    /// - Parameters:
+    ///   - defaultTrials: the configuration's trials in the normal suite.
+    ///   - configurations: how many configurations of the driver share the long mode's N
+    ///     (for example 2 when it runs at durability full and normal).
+    public static func trialCount(default defaultTrials: Int, configurations: Int = 1) -> Int {
+        guard let text = ProcessInfo.processInfo.environment["DEPOT_CRASH_TRIALS"], let total = Int(text), total > 0 else {
+            return defaultTrials
+        }
+        return max(1, total / max(1, configurations))
+    }
+
     /// Runs `trials` kill trials against one store that grows from trial to trial.
     /// - Parameters:
     ///   - store: the store string the helper opens.

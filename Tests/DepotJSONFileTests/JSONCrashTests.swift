@@ -17,7 +17,8 @@ import Testing
     }
 
     @Test(arguments: [("", 120, UInt64(1)), ("?durability=normal&pretty=false", 100, UInt64(2))])
-    func killTrials(options: String, trials: Int, seed: UInt64) async throws {
+    func killTrials(options: String, defaultTrials: Int, seed: UInt64) async throws {
+        let trials = CrashTrials.trialCount(default: defaultTrials, configurations: 2)
         let dir = TestDirectory()
         let report = try await CrashTrials.run(
             store: "json:" + dir.store + options, factory: Self.factory(options), directory: dir.path, trials: trials, seed: seed,

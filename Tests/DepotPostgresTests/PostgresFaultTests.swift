@@ -7,10 +7,12 @@ import Testing
 
 /// Faults (Docs/PostgresDriver.md, "Faults"): a client killed with SIGKILL in the middle of
 /// multi-collection transactions, the server stopped with `pg_ctl stop -m immediate`, a
-/// connection dropped mid-transaction. Trial counts: `DEPOT_PG_FAULT_TRIALS` (100 each by
-/// default).
+/// connection dropped mid-transaction. Trial counts: `DEPOT_PG_FAULT_TRIALS`, else the long
+/// mode's `DEPOT_CRASH_TRIALS` (shared by the two kinds of trial), else 100 each.
 @Suite(.serialized) struct PostgresFaultTests {
-    static var trials: Int { ProcessInfo.processInfo.environment["DEPOT_PG_FAULT_TRIALS"].flatMap(Int.init) ?? 100 }
+    static var trials: Int {
+        ProcessInfo.processInfo.environment["DEPOT_PG_FAULT_TRIALS"].flatMap(Int.init) ?? CrashTrials.trialCount(default: 100, configurations: 2)
+    }
 
     /// `depot-crash-helper` commits transactions over three collections and is killed at
     /// random moments; after each kill the store holds every acknowledged commit and no
