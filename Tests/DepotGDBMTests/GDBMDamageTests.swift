@@ -52,7 +52,7 @@ import Testing
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("depot-gdbm-damage-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let (bases, foreign) = try await Self.images(in: scratch)
-        let settings = DamageSettings.fromEnvironment(defaultCases: 300)
+        let settings = DamageSettings.fromEnvironment(defaultCases: 150)
         let generator = DamageGenerator(
             driver: "gdbm", bases: bases, foreign: foreign,
             extraPaths: ["store/data/ghost.records.gdbm", "store/data/ghost.index.gdbm", "store/backup/ghost.records.gdbm", "store/journal.new", "store/notes.txt"],
@@ -63,5 +63,42 @@ import Testing
         print(report.summary)
         #expect(report.cases == settings.cases)
         #expect(report.failures.isEmpty, "\(report.failures.prefix(10).joined(separator: "\n"))")
+    }
+
+    /// Found by the damage runs: closing a store whose journal held commits checkpointed
+    /// even when the session only read, copying a damaged primary file over the backup and
+    /// starting a fresh journal, so the only sound copy of the data was gone. A session that
+    /// commits nothing now leaves the journal and the backup files as they are.
+    @Test func readingADamagedStoreNeverCopiesItOverTheBackup() async throws {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("depot-gdbm-damage-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let (bases, _) = try await Self.images(in: scratch)
+        var image = bases[1].image
+        let file = "store/data/books.records.gdbm"
+        var bytes = try #require(image.files[file])
+        let title = Array("Book 7 lorem".utf8)
+        let at = try #require((0..<bytes.count - title.count).first { bytes[$0..<$0 + title.count].elementsEqual(title) })
+        bytes[at + 5] ^= 0x01
+        image.files[file] = bytes
+        let root = scratch + "/work"
+        try image.write(to: root)
+        let driver = try await GDBMDriver(location: StoreLocation("gdbm:" + root + "/store"))
+        let problems = try await driver.integrityCheck()
+        #expect(!problems.isEmpty, "\(problems)")
+        try await driver.close()
+        let after = try StoreImage.read(root)
+        for (path, before) in image.files where path.hasPrefix("store/backup/") || path == "store/journal" {
+            let unchanged = after.files[path] == before
+            #expect(unchanged, "\(path) changed")
+        }
+        #expect(after.files.keys.filter { $0.hasPrefix("store/backup/") }.sorted() == image.files.keys.filter { $0.hasPrefix("store/backup/") }.sorted())
+        // The journal still rebuilds the damaged file: with it made unreadable to gdbm, the
+        // store is rebuilt from the backup and the journal, and is whole.
+        try Data(repeating: 0x5A, count: 4096).write(to: URL(fileURLWithPath: root + "/" + file))
+        let healed = try await GDBMDriver(location: StoreLocation("gdbm:" + root + "/store"))
+        #expect(try await healed.integrityCheck().isEmpty)
+        let books = try CollectionName("books")
+        #expect(try await healed.read { tx in try tx.count(.all, in: books) } == 120)
+        try await healed.close()
     }
 }
