@@ -289,6 +289,9 @@ public struct DamageSession: Sendable {
     public var problems: [String] = []
     /// Errors that were not `DepotError`s (always a failure).
     public var untyped: [String] = []
+    /// `true` when the CLI's test found no store of the driver there, so nothing was opened
+    /// (as `depot check` and `depot dump` refuse such a path).
+    public var noStore = false
 
     /// `true` when the store opened.
     public var opened: Bool { steps.first.map { $0.step == "open" && $0.error == nil } ?? false }
@@ -300,6 +303,7 @@ public struct DamageSession: Sendable {
     /// The case's outcome for the figures: `opened, sound`, `opened, damage found`, `open: CODE`.
     public var outcome: String {
         if !untyped.isEmpty { return "untyped error" }
+        if noStore { return "no store there" }
         if let first = steps.first, first.step == "open", let error = first.error { return "open failed: \(error.code)" }
         if reportedDamage { return "opened, damage reported" }
         if let error = errors.first { return "opened, error: \(error.code)" }
@@ -307,12 +311,18 @@ public struct DamageSession: Sendable {
     }
 
     /// Opens a store with `open` and does what `depot check`, `depot dump` and one query do
-    /// (Sources/DepotCLI/CheckCommand.swift, DumpCommand.swift), recording every step.
-    public static func run(open: () async throws -> any StorageDriver) async -> DamageSession {
+    /// (Sources/DepotCLI/CheckCommand.swift, DumpCommand.swift), recording every step. `open`
+    /// returns `nil` where the CLI's test of the path finds no store (nothing is opened).
+    public static func run(open: () async throws -> (any StorageDriver)?) async -> DamageSession {
         var session = DamageSession()
         let store: Store
         do {
-            store = try await Store(driver: try await open())
+            guard let driver = try await open() else {
+                session.noStore = true
+                session.steps.append(("open", nil))
+                return session
+            }
+            store = try await Store(driver: driver)
             session.steps.append(("open", nil))
         } catch {
             session.record("open", error)
@@ -414,7 +424,8 @@ public struct DamageReport: Sendable {
     public var outcomes: [String: [String: Int]] = [:]
     /// Error codes by step: `step: code` → count.
     public var codes: [String: Int] = [:]
-    /// `.corrupted` errors whose message names no file of the store: count, and a few examples.
+    /// `.corrupted` errors whose message names no file of the store (by path or by name) nor
+    /// the store's directory.
     public var unnamedCorruption = 0
     /// Examples of unnamed corruption and of codes other than `.corrupted` (first case of each).
     public var examples: [String: String] = [:]
@@ -451,11 +462,12 @@ public struct DamageReport: Sendable {
 /// watchdog thread, which then ends the process with status 70.
 public enum DamageRunner {
     /// Runs `settings.cases` cases of `generator` in `workDirectory` (emptied for each case):
-    /// writes the damaged image, runs ``DamageSession/run(open:)`` with `open(root)`, reads
+    /// writes the damaged image, runs ``DamageSession/run(open:)`` with `open(root)` (`nil`:
+    /// the CLI's test finds no store there, so nothing is opened), reads
     /// the files back and holds the changes to `policy`.
     public static func run(
         _ generator: DamageGenerator, settings: DamageSettings, workDirectory: String, policy: DamagePolicy,
-        open: @escaping (_ root: String) async throws -> any StorageDriver
+        open: @escaping (_ root: String) async throws -> (any StorageDriver)?
     ) async -> DamageReport {
         var report = DamageReport(driver: generator.driver)
         let watchdog = DamageWatchdog(limit: settings.caseSeconds)
@@ -481,7 +493,8 @@ public enum DamageRunner {
             report.cases += 1
             report.outcomes[damage.kind.name, default: [:]][session.outcome, default: 0] += 1
             for untyped in session.untyped { report.failures.append("\(damage): untyped error in \(untyped)") }
-            let names = image.files.keys.map { workDirectory + "/" + $0 } + [workDirectory]
+            // A message names a file by its path or its name (GDBM names `users.records.gdbm`).
+            let names = image.files.keys.map { workDirectory + "/" + $0 } + image.files.keys.map { ($0 as NSString).lastPathComponent } + [workDirectory]
             for (step, error) in session.steps {
                 guard let error else { continue }
                 let stepName = step.hasPrefix("read ") ? "read" : step.hasPrefix("count ") ? "count" : step

@@ -322,7 +322,7 @@ final class GDBMEngine: @unchecked Sendable {
         primary.closeAll()
         var loaded: [CollectionName: CollectionMeta] = [:]
         if !FileSystem.exists(primary.path(.catalog)), !(try FileSystem.gdbmFiles(in: primary.directory)).isEmpty {
-            throw GDBMErrors.corrupted("The GDBM store's catalog file is missing.")
+            throw GDBMErrors.corrupted("The GDBM store's catalog file '_depotsys_catalog.gdbm' is missing.")
         }
         if let file = try primary.file(.catalog, create: !options.readOnly) {
             try file.forEachKey { key in

@@ -175,7 +175,7 @@ public final class SQLiteDriver: StorageDriver {
                 return true
             }
             guard problems == ["ok"] else {
-                throw DepotError(.corrupted, "The SQLite file failed its quick check.", detail: problems.prefix(5).joined(separator: "; "))
+                throw DepotError(.corrupted, "The SQLite file '\(connection.fileName)' failed its quick check.", detail: problems.prefix(5).joined(separator: "; "))
             }
             guard case .text(let mode) = try connection.scalar("PRAGMA journal_mode = WAL"), mode.lowercased() == "wal" else {
                 throw DepotError(.io, "The SQLite file could not be switched to WAL mode.")
@@ -187,7 +187,7 @@ public final class SQLiteDriver: StorageDriver {
         do {
             try connection.execute(SQLiteLayout.bootstrapSQL)
             guard case .int(let format) = try connection.scalar(#"SELECT value FROM "_depotsys_meta" WHERE key = 'format'"#) else {
-                throw DepotError(.corrupted, "The SQLite store's metadata table is damaged or not Depot's.")
+                throw DepotError(.corrupted, "The SQLite store's metadata table in '\(connection.fileName)' is damaged or not Depot's.")
             }
             guard format <= SQLiteLayout.format else {
                 throw DepotError(.schemaMismatch, "The SQLite store was written by a newer Depot (layout \(format); this one reads \(SQLiteLayout.format)).")

@@ -33,7 +33,9 @@ enum SQLiteErrorMapping {
     /// - toobig, range, mismatch → `.invalidValue`
     /// - interrupt → `.cancelled`
     /// - schema, error, misuse, anything else → `.internal`
-    static func error(code: Int32, message: String, sql: String? = nil, collection: String? = nil) -> DepotError {
+    ///
+    /// `file`, the database's path, is named in the message of a `.corrupted` error.
+    static func error(code: Int32, message: String, sql: String? = nil, collection: String? = nil, file: String? = nil) -> DepotError {
         let cause = SQLiteResult(extendedCode: code, message: message)
         let detail = sql.map { "SQL: \($0)" }
         let primary = code & 0xFF
@@ -52,7 +54,7 @@ enum SQLiteErrorMapping {
         case SQLITE_BUSY, SQLITE_LOCKED:
             return make(.locked, "The SQLite database is locked by another connection or process; try again later.")
         case SQLITE_CORRUPT, SQLITE_NOTADB, SQLITE_FORMAT:
-            return make(.corrupted, "The file is not a sound SQLite database (it is damaged or is not a database).")
+            return make(.corrupted, "The file \(file.map { "'\($0)' " } ?? "")is not a sound SQLite database (it is damaged or is not a database).")
         case SQLITE_FULL:
             return make(.io, "The disk or database is full.")
         case SQLITE_IOERR, SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_READONLY, SQLITE_NOLFS, SQLITE_AUTH, SQLITE_PROTOCOL:

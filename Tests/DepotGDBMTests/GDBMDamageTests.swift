@@ -63,6 +63,8 @@ import Testing
         print(report.summary)
         #expect(report.cases == settings.cases)
         #expect(report.failures.isEmpty, "\(report.failures.prefix(10).joined(separator: "\n"))")
+        // Every `.corrupted` error names the damaged store's file (or its directory).
+        #expect(report.unnamedCorruption == 0, "\(report.examples.filter { $0.key.hasPrefix("corrupted") })")
     }
 
     /// Found by the damage runs: closing a store whose journal held commits checkpointed

@@ -49,6 +49,8 @@ import Testing
         print(report.summary)
         #expect(report.cases == settings.cases)
         #expect(report.failures.isEmpty, "\(report.failures.prefix(10).joined(separator: "\n"))")
+        // Every `.corrupted` error names the damaged store's file (or its directory).
+        #expect(report.unnamedCorruption == 0, "\(report.examples.filter { $0.key.hasPrefix("corrupted") })")
     }
 
     /// The harness itself: a driver that rewrites the file it opened, and one that throws an
