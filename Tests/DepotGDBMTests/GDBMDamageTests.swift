@@ -65,6 +65,8 @@ import Testing
         #expect(report.failures.isEmpty, "\(report.failures.prefix(10).joined(separator: "\n"))")
         // Every `.corrupted` error names the damaged store's file (or its directory).
         #expect(report.unnamedCorruption == 0, "\(report.examples.filter { $0.key.hasPrefix("corrupted") })")
+        // `.internal` means "a bug, please report it": damage must never look like one.
+        #expect(!report.codes.keys.contains { $0.hasSuffix(": internal") }, "\(report.examples.filter { $0.key.hasSuffix(": internal") })")
     }
 
     /// Found by the damage runs: closing a store whose journal held commits checkpointed
