@@ -5,7 +5,8 @@ import Testing
 
 /// A sample of the damaged-store cases (Docs/Fuzzing.md, "Damaged stores") through the real
 /// executable: `depot check` and `depot dump` on a damaged copy of a valid store of each
-/// persistent driver end with status 0 or 1, never a signal, a hang or another status.
+/// persistent driver end with status 0 or 1, never a signal, a hang (the per-case limit,
+/// `DEPOT_DAMAGE_CASE_SECONDS`) or another status.
 @Suite struct CLIDamageTests {
     /// Each driver's store string inside a root directory, and where extra files may appear.
     static let drivers: [(scheme: String, store: String, extraPaths: [String])] = [
@@ -37,10 +38,19 @@ import Testing
                 let root = scratch.path + "/" + driver.scheme + "-work"
                 try damage.apply(to: generator.bases[0].image).write(to: root)
                 for command in ["check", "dump"] {
-                    let run = try await CLI.run([command, driver.scheme + ":" + root + "/" + driver.store])
-                    #expect(run.status == 0 || run.status == 1, "depot \(command), \(damage): \(run)")
-                    if run.status == 1 {
-                        #expect(!(run.stdout + run.stderr).isEmpty, "depot \(command) failed silently, \(damage)")
+                    var environment = ProcessInfo.processInfo.environment
+                    environment.removeValue(forKey: "DEPOT_STORE")
+                    let child = try ChildProcess(path: try CLI.executable(), arguments: [command, driver.scheme + ":" + root + "/" + driver.store], environment: environment)
+                    // A hang: still running after the per-case limit; killed, and a failure.
+                    let deadline = Date().addingTimeInterval(settings.caseSeconds)
+                    while child.isRunning, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+                    let hung = child.isRunning
+                    if hung { child.kill() }
+                    let result = await child.exit()
+                    #expect(!hung, "depot \(command) hung, \(damage)")
+                    #expect(result.status == .exited(0) || result.status == .exited(1), "depot \(command), \(damage): \(result.status)\n\(result.outputText.prefix(500))\n\(result.errorText.prefix(500))")
+                    if result.status == .exited(1) {
+                        #expect(!(result.outputText + result.errorText).isEmpty, "depot \(command) failed silently, \(damage)")
                     }
                 }
             }
