@@ -97,6 +97,7 @@ public enum DamageKind: Sendable, CustomStringConvertible {
         }
     }
 
+    /// The damage with its parameters, as printed with a case.
     public var description: String {
         switch self {
         case .bitFlip(let offset, let bit): "flip bit \(bit) of byte \(offset)"
@@ -257,6 +258,7 @@ public struct DamagePolicy: Sendable {
         public var path: String
         /// `changed`, `removed` or `added`.
         public var what: String
+        /// `PATH changed`, `PATH removed` or `PATH added`.
         public var description: String { "\(path) \(what)" }
     }
 
@@ -485,7 +487,7 @@ public enum DamageRunner {
             }
             DamageCrashNote.set("\(damage)")
             let caseStart = DamageWatchdog.now()
-            watchdog.begin(damage.description, at: caseStart)
+            watchdog.begin(at: caseStart)
             let session = await DamageSession.run { try await open(workDirectory) }
             watchdog.end()
             let caseSeconds = Double(DamageWatchdog.now() - caseStart) / 1e9
@@ -619,8 +621,11 @@ final class DamageWatchdog: Sendable {
         return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 
-    func begin(_ description: String, at time: UInt64) { started.store(time, ordering: .releasing) }
+    /// A case began at `time` (monotonic nanoseconds); the crash note already names it.
+    func begin(at time: UInt64) { started.store(time, ordering: .releasing) }
+    /// The case ended in time.
     func end() { started.store(0, ordering: .releasing) }
+    /// Ends the watching thread.
     func stop() { stopped.store(true, ordering: .releasing) }
 
     private func watch() {
