@@ -39,9 +39,9 @@ struct CollectionMeta: Hashable, Sendable {
         guard key.count > 2, key[0] == UInt8(ascii: "c"), key[1] == UInt8(ascii: ":"),
             let text = String(exactUTF8: UnsafeRawBufferPointer(rebasing: key[2...])),
             let name = try? CollectionName(validating: text)
-        else { throw GDBMErrors.corrupted("The GDBM store's catalog holds an entry that is not a collection.") }
+        else { throw GDBMErrors.corrupted("The GDBM store's catalog (file '_depotsys_catalog.gdbm') holds an entry that is not a collection.") }
         guard let payload = BinaryCodec.unsealed(value) else {
-            throw GDBMErrors.corrupted("The catalog entry of collection '\(name)' fails its checksum.", collection: name.rawValue)
+            throw GDBMErrors.corrupted("The catalog entry of collection '\(name)' (file '_depotsys_catalog.gdbm') fails its checksum.", collection: name.rawValue)
         }
         do {
             var r = ByteReader(payload)
@@ -79,7 +79,7 @@ struct CollectionMeta: Hashable, Sendable {
         } catch let error as DepotError where error.code == .schemaMismatch {
             throw error
         } catch {
-            throw GDBMErrors.corrupted("The catalog entry of collection '\(name)' cannot be decoded.", collection: name.rawValue)
+            throw GDBMErrors.corrupted("The catalog entry of collection '\(name)' (file '_depotsys_catalog.gdbm') cannot be decoded.", collection: name.rawValue)
         }
     }
 }

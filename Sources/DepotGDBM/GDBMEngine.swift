@@ -67,6 +67,11 @@ final class GDBMEngine: @unchecked Sendable {
     private var journal: Journal?
     private let backup: FileSet
     private var lastSeq: UInt64 = 0
+    /// `lastSeq` when recovery ended: a close with no commit after it leaves the journal and
+    /// the backup files as they are (no checkpoint), so that a session that only read a damaged
+    /// store never copies damaged primary files over the backup and drops the journal that
+    /// could rebuild them (Docs/GDBMDriver.md, "Crash safety").
+    private var seqAfterRecovery: UInt64 = 0
     private var commitsSinceMark = 0
     /// A transaction record written after the journal's last `applied` mark (or after its
     /// header, for a fresh journal) has been fsynced. Until then the next commit fsyncs its
@@ -247,6 +252,7 @@ final class GDBMEngine: @unchecked Sendable {
         }
         guard let journal else { throw DepotError(.internal, "The journal did not open.") }
         lastSeq = max(journal.baseSeq, records.last?.seq ?? 0)
+        seqAfterRecovery = lastSeq
         for case .transaction(_, let ops) in records {
             for op in ops { touchedSinceCheckpoint.insert(op.file) }
         }
@@ -316,7 +322,7 @@ final class GDBMEngine: @unchecked Sendable {
         primary.closeAll()
         var loaded: [CollectionName: CollectionMeta] = [:]
         if !FileSystem.exists(primary.path(.catalog)), !(try FileSystem.gdbmFiles(in: primary.directory)).isEmpty {
-            throw GDBMErrors.corrupted("The GDBM store's catalog file is missing.")
+            throw GDBMErrors.corrupted("The GDBM store's catalog file '_depotsys_catalog.gdbm' is missing.")
         }
         if let file = try primary.file(.catalog, create: !options.readOnly) {
             try file.forEachKey { key in
@@ -350,7 +356,7 @@ final class GDBMEngine: @unchecked Sendable {
         }
         guard state.withLock({ $0.failure }) == nil, !options.readOnly else { return }
         try applyPending()
-        try syncPoint(forceCheckpoint: true)
+        try syncPoint(forceCheckpoint: lastSeq > seqAfterRecovery)
     }
 
     // MARK: Transactions

@@ -77,7 +77,8 @@ enum GDBMErrors {
         return DepotError(code, "Could not \(operation) '\(path)': \(String(cString: strerror(err))).", cause: GDBMNativeError(code: 0, syserr: err))
     }
 
-    /// A stored record failed its checks: `.corrupted` naming the collection and id.
+    /// A stored record failed its checks: `.corrupted` naming the collection, the id and the
+    /// collection's records file.
     static func badRecord(_ problem: BinaryCodec.RecordProblem, collection: String, id: RecordID?) -> DepotError {
         let what: String
         switch problem {
@@ -86,7 +87,7 @@ enum GDBMErrors {
         case .malformed: what = "cannot be decoded"
         }
         let idText = id.map { " with id \($0)" } ?? ""
-        return DepotError(.corrupted, "The stored record\(idText) in collection '\(collection)' \(what).", collection: collection, id: id)
+        return DepotError(.corrupted, "The stored record\(idText) in collection '\(collection)' (file '\(collection).records.gdbm') \(what).", collection: collection, id: id)
     }
 
     /// A driver file (journal, catalog, index entry) is damaged.

@@ -22,7 +22,7 @@ public enum _GDBMRecordFormat {
         // (found by the gdbm-record fuzz target, Docs/Fuzzing.md).
         let id: RecordID
         do { id = try BinaryCodec.id(fromKey: key) } catch {
-            throw GDBMErrors.corrupted("A key in collection '\(collection)' is not a record id.", collection: collection)
+            throw GDBMErrors.corrupted("A key in collection '\(collection)' (file '\(collection).records.gdbm') is not a record id.", collection: collection)
         }
         do {
             return Record(id: id, fields: try BinaryCodec.decodeFields(key: key, value: value, layouts: layouts))

@@ -220,7 +220,7 @@ final class GDBMTransaction: WriteTransaction {
     /// from, when the caller has it (a get by id): the id is then not decoded again.
     private func decodeRecord(_ collection: CollectionName, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, knownID: RecordID? = nil) throws -> Record {
         guard let id = knownID ?? (try? BinaryCodec.id(fromKey: key)) else {
-            throw GDBMErrors.corrupted("A record key in collection '\(collection)' cannot be decoded.", collection: collection.rawValue)
+            throw GDBMErrors.corrupted("A record key in collection '\(collection)' (file '\(collection).records.gdbm') cannot be decoded.", collection: collection.rawValue)
         }
         do {
             return Record(id: id, fields: try BinaryCodec.decodeFields(key: key, value: value, layouts: engine.fieldLayouts))
@@ -323,7 +323,7 @@ final class GDBMTransaction: WriteTransaction {
     private func uniqueOwner(_ collection: CollectionName, _ entryKey: [UInt8]) throws -> [UInt8]? {
         guard let value = try raw(.index(collection), entryKey) else { return nil }
         guard let owner = value.withUnsafeBytes({ BinaryCodec.unsealed($0).map(Array.init) }) else {
-            throw GDBMErrors.corrupted("A unique-constraint entry of collection '\(collection)' fails its checksum.", collection: collection.rawValue)
+            throw GDBMErrors.corrupted("A unique-constraint entry of collection '\(collection)' (file '\(collection).index.gdbm') fails its checksum.", collection: collection.rawValue)
         }
         return owner
     }
@@ -332,7 +332,7 @@ final class GDBMTransaction: WriteTransaction {
         if let changed = postings[collection]?[entryKey] { return changed }
         guard let value = try raw(.index(collection), entryKey) else { return [] }
         guard let set = value.withUnsafeBytes({ GDBMTransaction.decodePosting($0) }) else {
-            throw GDBMErrors.corrupted("An index entry of collection '\(collection)' fails its checksum.", collection: collection.rawValue)
+            throw GDBMErrors.corrupted("An index entry of collection '\(collection)' (file '\(collection).index.gdbm') fails its checksum.", collection: collection.rawValue)
         }
         return set
     }
@@ -489,7 +489,7 @@ final class GDBMTransaction: WriteTransaction {
         var ids: [RecordID] = []
         try scanKeys(.records(collection)) { key in
             guard let id = try? BinaryCodec.id(fromKey: key) else {
-                throw GDBMErrors.corrupted("A record key in collection '\(collection)' cannot be decoded.", collection: collection.rawValue)
+                throw GDBMErrors.corrupted("A record key in collection '\(collection)' (file '\(collection).records.gdbm') cannot be decoded.", collection: collection.rawValue)
             }
             if QueryEvaluator.matches(filter, Record(id: id)) { ids.append(id) }
         }

@@ -1,3 +1,4 @@
+import CSQLite
 import DepotCore
 
 /// The JSON text of nested arrays and objects stored in SQLite columns: Depot's own exact
@@ -8,12 +9,14 @@ import DepotCore
 enum NestedJSON {
     static func encode(_ value: FieldValue) -> String { JSONText.serialize(value) }
 
-    /// - Throws: `.corrupted` when the text is not Depot JSON (the file was damaged or edited badly).
-    static func decode(_ text: String) throws -> FieldValue {
+    /// - Throws: `.corrupted` when the text is not Depot JSON (the file was damaged or edited
+    ///   badly), naming the database file of `statement` when given.
+    static func decode(_ text: String, statement: OpaquePointer? = nil) throws -> FieldValue {
         do {
             return try JSONText.parse(text)
         } catch {
-            throw DepotError(.corrupted, "A nested value in the SQLite store is not valid Depot JSON.", cause: DepotError.wrap(error))
+            let file = statement.map { SQLiteConnection.fileName(of: sqlite3_db_handle($0)) } ?? ""
+            throw DepotError(.corrupted, "A nested value in the SQLite store \(file.isEmpty ? "" : "'\(file)' ")is not valid Depot JSON.", cause: DepotError.wrap(error))
         }
     }
 }

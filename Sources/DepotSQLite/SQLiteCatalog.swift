@@ -138,7 +138,7 @@ struct Catalog: Sendable {
                 let info = try? decoder.decode(CollectionInfo.self, from: Data(infoText.utf8)),
                 info.columns.allSatisfy({ FieldName.isValid($0.key) && !$0.value.isEmpty && !$0.value.utf8.contains(0) })
             else {
-                throw DepotError(.corrupted, "The SQLite store's collection metadata is damaged or not Depot's.")
+                throw DepotError(.corrupted, "The SQLite store's collection metadata in '\(connection.fileName)' is damaged or not Depot's.")
             }
             collections[name] = CollectionMeta(name: name, table: table, idKind: idKind, info: info)
             return true
@@ -149,7 +149,7 @@ struct Catalog: Sendable {
     /// The catalog generation visible in the connection's current transaction.
     static func currentGeneration(_ connection: SQLiteConnection) throws -> Int64 {
         guard case .int(let generation) = try connection.scalar(SQLiteLayout.generationSQL) else {
-            throw DepotError(.corrupted, "The SQLite store's metadata table is damaged or not Depot's.")
+            throw DepotError(.corrupted, "The SQLite store's metadata table in '\(connection.fileName)' is damaged or not Depot's.")
         }
         return generation
     }

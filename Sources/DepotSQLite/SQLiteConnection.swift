@@ -61,7 +61,7 @@ final class SQLiteConnection {
             let message = String(cString: sqlite3_errmsg(handle))
             let code = sqlite3_extended_errcode(handle)
             sqlite3_close_v2(handle)
-            throw SQLiteErrorMapping.error(code: code, message: message)
+            throw SQLiteErrorMapping.error(code: code, message: message, file: path)
         }
         db = handle
         self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
@@ -145,7 +145,17 @@ final class SQLiteConnection {
     func lastError(_ rc: Int32, sql: String?) -> DepotError {
         let code = sqlite3_extended_errcode(db)
         let message = String(cString: sqlite3_errmsg(db))
-        return SQLiteErrorMapping.error(code: code == SQLITE_OK ? rc : code, message: message, sql: sql)
+        return SQLiteErrorMapping.error(code: code == SQLITE_OK ? rc : code, message: message, sql: sql, file: fileName)
+    }
+
+    /// The path of the connection's database file (empty for an in-memory database), for
+    /// the messages of `.corrupted` errors.
+    var fileName: String { SQLiteConnection.fileName(of: db) }
+
+    /// The path of the main database file of connection `db`.
+    static func fileName(of db: OpaquePointer?) -> String {
+        guard let db, let name = sqlite3_db_filename(db, "main") else { return "" }
+        return String(cString: name)
     }
 
     /// Runs SQL without parameters or results (one or more statements).

@@ -32,8 +32,14 @@ enum SQLiteErrorMapping {
     /// - full, ioerr, cantopen, perm, readonly, nolfs, auth → `.io`
     /// - toobig, range, mismatch → `.invalidValue`
     /// - interrupt → `.cancelled`
+    /// - error whose message says the schema does not hold what Depot's catalog lists (`no such
+    ///   table`, `no such column`) or that the file's schema format is unknown (`unsupported file
+    ///   format`) → `.corrupted`: Depot's statements are made from its catalog, so these mean a
+    ///   damaged file (raw SQL maps every `SQLITE_ERROR` to `.invalidQuery` itself)
     /// - schema, error, misuse, anything else → `.internal`
-    static func error(code: Int32, message: String, sql: String? = nil, collection: String? = nil) -> DepotError {
+    ///
+    /// `file`, the database's path, is named in the message of a `.corrupted` error.
+    static func error(code: Int32, message: String, sql: String? = nil, collection: String? = nil, file: String? = nil) -> DepotError {
         let cause = SQLiteResult(extendedCode: code, message: message)
         let detail = sql.map { "SQL: \($0)" }
         let primary = code & 0xFF
@@ -51,8 +57,10 @@ enum SQLiteErrorMapping {
             return make(.invalidValue, "SQLite refused the value (a constraint failed).")
         case SQLITE_BUSY, SQLITE_LOCKED:
             return make(.locked, "The SQLite database is locked by another connection or process; try again later.")
+        case SQLITE_ERROR where damagedSchemaMessages.contains(where: { message.hasPrefix($0) }):
+            return make(.corrupted, "The SQLite file \(file.map { "'\($0)' " } ?? "")does not hold what Depot's catalog lists (\(message)): it is damaged or was changed by another program.")
         case SQLITE_CORRUPT, SQLITE_NOTADB, SQLITE_FORMAT:
-            return make(.corrupted, "The file is not a sound SQLite database (it is damaged or is not a database).")
+            return make(.corrupted, "The file \(file.map { "'\($0)' " } ?? "")is not a sound SQLite database (it is damaged or is not a database).")
         case SQLITE_FULL:
             return make(.io, "The disk or database is full.")
         case SQLITE_IOERR, SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_READONLY, SQLITE_NOLFS, SQLITE_AUTH, SQLITE_PROTOCOL:
@@ -67,6 +75,10 @@ enum SQLiteErrorMapping {
             return make(.internal, "SQLite failed unexpectedly.")
         }
     }
+
+    /// Beginnings of `SQLITE_ERROR` messages that, for a statement Depot made from its catalog,
+    /// mean the file is damaged.
+    static let damagedSchemaMessages = ["no such table", "no such column", "unsupported file format"]
 
     /// The name of the SQL index a `SQLITE_CONSTRAINT_UNIQUE` message names, if any:
     /// SQLite writes `UNIQUE constraint failed: index 'NAME'` for indexes on expressions.

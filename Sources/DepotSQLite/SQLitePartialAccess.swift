@@ -56,7 +56,7 @@ extension SQLiteTransaction {
         case SQLITE_FLOAT: return .double(sqlite3_column_double(handle, column))
         case SQLITE_TEXT:
             let text = Statement.text(handle, column)
-            return tag == UInt8(ascii: "j") ? try NestedJSON.decode(text) : .string(text)
+            return tag == UInt8(ascii: "j") ? try NestedJSON.decode(text, statement: handle) : .string(text)
         default: return .bytes(Statement.blob(handle, column))
         }
     }

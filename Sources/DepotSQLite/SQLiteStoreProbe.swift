@@ -47,7 +47,7 @@ extension SQLiteDriver {
         }
         defer { sqlite3_close_v2(db) }
         func failure(_ code: Int32) -> DepotError {
-            SQLiteErrorMapping.error(code: code, message: String(cString: sqlite3_errmsg(db)))
+            SQLiteErrorMapping.error(code: code, message: String(cString: sqlite3_errmsg(db)), file: path)
         }
         guard rc == SQLITE_OK else { throw failure(sqlite3_extended_errcode(db)) }
         sqlite3_busy_timeout(db, 2000)

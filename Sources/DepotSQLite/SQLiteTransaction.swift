@@ -246,7 +246,7 @@ final class SQLiteTransaction: WriteTransaction {
         case SQLITE_FLOAT: return .double(sqlite3_column_double(handle, column))
         case SQLITE_TEXT:
             let text = Statement.text(handle, column)
-            if !tags.isEmpty, tags[meta.columns[index]] == UInt8(ascii: "j") { return try NestedJSON.decode(text) }
+            if !tags.isEmpty, tags[meta.columns[index]] == UInt8(ascii: "j") { return try NestedJSON.decode(text, statement: handle) }
             return .string(text)
         default: return .bytes(Statement.blob(handle, column))
         }
