@@ -364,7 +364,7 @@ final class GDBMEngine: @unchecked Sendable {
     private static func checkUsable(open: Bool, failure: DepotError?) throws {
         guard open else { throw DepotError(.closed, "The GDBM store is closed.") }
         if let failure {
-            throw DepotError(.io, "An earlier commit could not be applied to the GDBM files; reopen the store to recover it.", cause: failure)
+            throw DepotError(.io, "An earlier commit could not be applied to the GDBM files: \(failure.message) Reopen the store to recover it.", cause: failure)
         }
     }
 
