@@ -177,6 +177,42 @@ import Glibc
         print("GDBM fault injection, \(step), \(durability): \(operations.count) operations × EIO/ENOSPC × once/always = \(operations.count * 4) trials, \(failuresSeen) reported an error")
     }
 
+    /// A commit whose apply to the GDBM files fails is acknowledged (it is in the journal);
+    /// the store refuses work while its files are partial, a repair on a disk that still
+    /// fails is a typed `.io` and changes nothing, and once the disk works the next read
+    /// repairs the files (one rebuild) without reopening the store.
+    @Test func aFailedApplyIsRepairedWithoutReopening() async throws {
+        let (log, _) = try await Self.operations(.full, .commit)
+        let firstStore = try #require(log.firstIndex(of: "gdbm store")) + 1
+        let store = try FaultyStore()
+        defer { store.finish() }
+        let driver = try await GDBMDriver(directory: store.path, options: Self.options(.full, .commit))
+        try await driver.write { tx in try Self.setUp(tx) }
+        store.plan.arm(failingAt: firstStore, mode: .once, errno: ENOSPC)
+        try await driver.write { tx in try Self.change(tx) }
+        #expect(store.plan.failureCount == 1)
+        #expect(driver.engine.needsRepair)
+        let rebuilds = driver.engine.rebuilds
+        // The disk still fails: the repair fails, typed, and is tried again later.
+        store.plan.arm(failingAt: 1, mode: .always, errno: EIO)
+        await expectCode(.io) { _ = try await Self.state(driver) }
+        await expectCode(.io) { try await driver.write { tx in try Self.next(tx) } }
+        #expect(driver.engine.needsRepair)
+        store.plan.disarm()
+        #expect(try await Self.state(driver) == Self.new)
+        #expect(!driver.engine.needsRepair)
+        #expect(driver.engine.rebuilds > rebuilds)
+        try await driver.write { tx in try Self.next(tx) }
+        var expected = Self.new
+        expected.a[3] = "three"
+        #expect(try await Self.state(driver) == expected)
+        try await driver.close()
+        let reopened = try await GDBMDriver(path: store.path)
+        #expect(try await Self.state(reopened) == expected)
+        #expect(try await reopened.integrityCheck() == [])
+        try await reopened.close()
+    }
+
     /// One trial: returns 1 when the step reported an error.
     static func fail(
         at n: Int, operations: [String], applyFailure: Int, step: Step, durability: Durability, mode: GDBMFaultPlan.Mode, errno err: Int32
