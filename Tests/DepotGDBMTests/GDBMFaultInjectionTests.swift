@@ -28,6 +28,13 @@ import Glibc
         /// Opening a store whose journal ends in a transaction the files lack (its apply
         /// failed): recovery rebuilds the primary files from the backup and the journal.
         case recovery
+        /// Opening a store whose journal ends in `checkpointBegin` (the checkpoint failed
+        /// while writing the backup files): recovery copies the primary files over the backup
+        /// and starts a fresh journal.
+        case recoveryFromCheckpoint
+
+        /// A step that opens a store prepared by a commit that failed part way.
+        var isRecovery: Bool { self == .recovery || self == .recoveryFromCheckpoint }
 
         var description: String { rawValue }
     }
@@ -77,7 +84,7 @@ import Glibc
         var options = EngineOptions()
         options.durability = durability
         // Smaller than any transaction record, larger than a fresh journal's header.
-        if step == .commitAndCheckpoint { options.checkpointBytes = 64 }
+        if step == .commitAndCheckpoint || step == .recoveryFromCheckpoint { options.checkpointBytes = 64 }
         return options
     }
 
@@ -106,12 +113,19 @@ import Glibc
     static func prepare(_ store: FaultyStore, _ durability: Durability, _ step: Step, applyFailure: Int) async throws -> GDBMDriver? {
         let driver = try await GDBMDriver(directory: store.path, options: options(durability, step))
         try await driver.write { tx in try Self.setUp(tx) }
-        guard step == .recovery else { return driver }
+        guard step.isRecovery else { return driver }
         store.plan.arm(failingAt: applyFailure, mode: .once, errno: EIO)
         try await driver.write { tx in try Self.change(tx) }
-        #expect(store.plan.operationLog.last == "gdbm store" && store.plan.failureCount == 1)
+        #expect(store.plan.failureCount == 1)
         store.plan.disarm()
         try await driver.close()
+        // The journal ends as the step needs it.
+        let (journal, records) = try Journal.open(path: store.path + "/journal")
+        journal.close()
+        switch (step, records.last) {
+        case (.recovery, .transaction?), (.recoveryFromCheckpoint, .checkpointBegin?): break
+        default: Issue.record("\(step): the journal ends in \(String(describing: records.last))")
+        }
         return nil
     }
 
@@ -131,6 +145,16 @@ import Glibc
         if step == .recovery {
             let (commit, _) = try await operations(durability, .commit)
             applyFailure = try #require(commit.firstIndex(of: "gdbm store")) + 1
+        } else if step == .recoveryFromCheckpoint {
+            // The first operation of the checkpoint proper: after the sync point's gdbm syncs come
+            // the writes of its `applied` mark, of `checkpointBegin` (then its fsync), and of
+            // the fresh journal.
+            let (commit, _) = try await operations(durability, .commitAndCheckpoint)
+            let firstSync = try #require(commit.firstIndex(of: "gdbm sync"))
+            let writes = commit.indices.filter { $0 > firstSync && commit[$0] == "write" }
+            try #require(writes.count == 3, "\(commit)")
+            #expect(commit[writes[1] + 1] == "fsync", "\(commit)")
+            applyFailure = writes[1] + 3
         }
         let store = try FaultyStore()
         defer { store.finish() }
@@ -155,6 +179,8 @@ import Glibc
             #expect(log.contains("gdbm sync") && log.contains("rename") && log.contains("fsync directory"), "\(log)")
         case .recovery:
             #expect(log.contains("open lock file") && log.contains("read") && log.contains("gdbm store"), "\(log)")
+        case .recoveryFromCheckpoint:
+            #expect(log.contains("open lock file") && log.contains("read") && log.contains("rename"), "\(log)")
         }
         // The same step counts the same operations again (the order of the gdbm calls on
         // different files follows Swift's per-instance hashing, so it may differ).
@@ -236,7 +262,7 @@ import Glibc
         }
         // What the step must have left: a commit acknowledged is new; the recovery store's
         // journal already holds the new state (its commit was acknowledged before).
-        let acknowledged = failure == nil || step == .recovery
+        let acknowledged = failure == nil || step.isRecovery
         if mode == .always, let live = driver {
             // While the disk is dead, reads show a whole state or fail with a typed error.
             do {
