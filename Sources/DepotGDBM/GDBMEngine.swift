@@ -399,7 +399,7 @@ final class GDBMEngine: @unchecked Sendable {
     private static func checkUsable(open: Bool, failure: DepotError?) throws {
         guard open else { throw DepotError(.closed, "The GDBM store is closed.") }
         if let failure {
-            throw DepotError(.io, "An earlier commit could not be applied to the GDBM files: \(failure.message) Reopen the store to recover it.", cause: failure)
+            throw DepotError(.io, "An earlier commit could not be applied to the GDBM files: \(failure.message) The next read or write repairs the files once the disk works; reopening the store does too.", cause: failure)
         }
     }
 
