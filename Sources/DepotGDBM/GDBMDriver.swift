@@ -148,6 +148,8 @@ public final class GDBMDriver: StorageDriver {
         let engine = self.engine
         // A task running on the writer thread (it prefers `taskExecutor`) reads right there.
         if engine.thread.isCurrent { return try engine.read(body) }
+        // After a failed apply, the writer thread repairs the files first.
+        if engine.needsRepair { try await engine.thread.run { try engine.writerLock.withLock { try engine.repairIfFailed() } } }
         if case .done(let value) = try engine.readInline(body) { return value }
         return try await engine.readers.run { try engine.read(body) }
     }
@@ -174,6 +176,8 @@ public final class GDBMDriver: StorageDriver {
         try checkOpen()
         let engine = self.engine
         if engine.thread.isCurrent { return try engine.read(body) }
+        // After a failed apply, the writer thread repairs the files first.
+        if engine.needsRepair { try engine.thread.runBlocking(nonEscaping: { try engine.writerLock.withLock { try engine.repairIfFailed() } }) }
         if case .done(let value) = try engine.readInline(body) { return value }
         return try engine.readers.runBlocking(nonEscaping: { try engine.read(body) })
     }

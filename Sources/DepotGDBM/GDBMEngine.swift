@@ -359,6 +359,41 @@ final class GDBMEngine: @unchecked Sendable {
         try syncPoint(forceCheckpoint: lastSeq > seqAfterRecovery)
     }
 
+    /// Whether applying a journaled commit (or a sync point, or a checkpoint) failed and the
+    /// files wait for ``repairIfFailed()``.
+    var needsRepair: Bool { state.withLock { $0.isOpen && $0.failure != nil } }
+
+    /// After a failed apply, sync point or checkpoint: brings the files back to the last
+    /// journaled commit the way opening does (``recover()``: rebuild from the backup and the
+    /// journal, or redo the checkpoint), so the store works again without being reopened
+    /// once the disk does (Docs/GDBMDriver.md, "Durability and crash safety"). Under
+    /// `writerLock`; waits for open read transactions to end. Does nothing when nothing failed.
+    /// - Throws: what recovery throws (the store then keeps refusing work with `.io`).
+    func repairIfFailed() throws {
+        guard needsRepair else { return }
+        filesLock.writeLock()
+        defer { filesLock.unlock() }
+        primary.closeAll()
+        backup.closeAll()
+        journal?.close()
+        journal = nil
+        touchedSinceCheckpoint = []
+        commitsSinceMark = 0
+        do {
+            try recover()
+        } catch {
+            state.withLock { $0.failure = DepotError.wrap(error, as: .io, "Repairing the GDBM files failed.") }
+            throw DepotError(.io, "An earlier commit could not be applied to the GDBM files, and repairing them failed: \(DepotError.wrap(error).message)", cause: error)
+        }
+        lastSyncPoint = GDBMEngine.monotonicNanoseconds()
+        state.withLock { shared in
+            shared.pending = []
+            shared.pendingOps = 0
+            shared.failure = nil
+            shared.generation &+= 1
+        }
+    }
+
     // MARK: Transactions
 
     private func checkUsable() throws {
@@ -370,7 +405,7 @@ final class GDBMEngine: @unchecked Sendable {
     private static func checkUsable(open: Bool, failure: DepotError?) throws {
         guard open else { throw DepotError(.closed, "The GDBM store is closed.") }
         if let failure {
-            throw DepotError(.io, "An earlier commit could not be applied to the GDBM files; reopen the store to recover it.", cause: failure)
+            throw DepotError(.io, "An earlier commit could not be applied to the GDBM files: \(failure.message) The next read or write repairs the files once the disk works; reopening the store does too.", cause: failure)
         }
     }
 
@@ -456,6 +491,7 @@ final class GDBMEngine: @unchecked Sendable {
     func write<T>(_ body: (any WriteTransaction) throws -> T) throws -> T {
         writerLock.lock()
         defer { writerLock.unlock() }
+        try repairIfFailed()
         try checkUsable()
         guard !options.readOnly else { throw DepotError(.unsupported, "The GDBM store was opened read-only (readonly=true).") }
         let tx = begin(writable: true)
@@ -474,8 +510,9 @@ final class GDBMEngine: @unchecked Sendable {
         guard options.durability == .normal, !options.readOnly else { return .declined }
         guard writerLock.try() else { return .declined }
         defer { writerLock.unlock() }
-        let (open, waiting) = state.withLock { ($0.isOpen, $0.pendingOps) }
-        guard open, waiting <= GDBMEngine.inlineApplyLimit else { return .declined }
+        let (open, waiting, failed) = state.withLock { ($0.isOpen, $0.pendingOps, $0.failure != nil) }
+        // A store to repair (``repairIfFailed()``) is the writer thread's.
+        guard open, !failed, waiting <= GDBMEngine.inlineApplyLimit else { return .declined }
         // A sync point is due: this write queues behind it on the writer thread, so inline
         // writes never starve the writer's sync points and checkpoints (the journal stays
         // bounded by `checkpoint_kb`).

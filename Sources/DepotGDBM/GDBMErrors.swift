@@ -33,7 +33,8 @@ enum GDBMErrors {
     ///   empty database, byte-swapped, bad offsets, needs recovery, cache corrupted,
     ///   malformed data, read past EOF) → `.corrupted`;
     /// - allocation failures → `.io` (resources);
-    /// - reads, writes, seeks, syncs, stat, truncation, opening, closing, permission → `.io`;
+    /// - reads, writes, seeks, syncs, stat, truncation, opening, closing, permission → `.io`
+    ///   (the message says "the disk is full" when the system error is ENOSPC or EDQUOT);
     /// - usage errors (reader cannot store, bad flags, options) → `.internal`.
     static func map(code: Int, syserr: Int32, text: String, operation: String, file: String) -> DepotError {
         let depotCode: DepotError.Code
@@ -62,7 +63,10 @@ enum GDBMErrors {
             Int(GDBM_ERR_FILE_OWNER), Int(GDBM_ERR_FILE_MODE), Int(GDBM_ERR_REALPATH), Int(GDBM_BACKUP_FAILED),
             Int(GDBM_REORGANIZE_FAILED), Int(GDBM_ERR_SNAPSHOT_CLONE):
             depotCode = .io
-            message = "gdbm could not \(operation) '\(file)': input/output failure."
+            // A full disk says so (Docs/Semantics.md, "I/O failures and a full disk").
+            message = syserr == ENOSPC || syserr == EDQUOT
+                ? "gdbm could not \(operation) '\(file)': the disk is full."
+                : "gdbm could not \(operation) '\(file)': input/output failure."
         default:
             depotCode = .internal
             message = "gdbm refused to \(operation) '\(file)'."

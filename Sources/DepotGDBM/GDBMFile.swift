@@ -26,6 +26,7 @@ final class GDBMFile {
     static func open(path: String, name: String, create: Bool, readOnly: Bool = false, lock: NSLock = NSLock()) throws -> GDBMFile {
         let mode: Int32 = readOnly ? GDBM_READER : (create ? GDBM_WRCREAT : GDBM_WRITER)
         let flags = mode | GDBM_CLOEXEC | GDBM_XVERIFY
+        try GDBMFaults.check("gdbm open", path: path)
         guard let dbf = gdbm_open(path, 0, flags, 0o644, nil) else {
             let saved = errno
             throw GDBMErrors.fromOpen(operation: "open", file: name, savedErrno: saved)
@@ -133,6 +134,7 @@ final class GDBMFile {
     /// Stores `value` under `key`, replacing what was there.
     func store(_ key: [UInt8], _ value: [UInt8]) throws {
         let dbf = try dbf()
+        try GDBMFaults.check("gdbm store", path: path)
         lock.lock()
         defer { lock.unlock() }
         let rc = key.withUnsafeBytes { kraw in
@@ -150,6 +152,7 @@ final class GDBMFile {
     /// Removes `key`; a missing key is not an error.
     func delete(_ key: [UInt8]) throws {
         let dbf = try dbf()
+        try GDBMFaults.check("gdbm delete", path: path)
         lock.lock()
         defer { lock.unlock() }
         let rc = key.withUnsafeBytes { raw -> Int32 in
@@ -213,6 +216,7 @@ final class GDBMFile {
     /// Writes gdbm's caches and header to the file and fsyncs it.
     func sync() throws {
         let dbf = try dbf()
+        try GDBMFaults.check("gdbm sync", path: path)
         lock.lock()
         defer { lock.unlock() }
         if gdbm_sync(dbf) != 0 { throw GDBMErrors.fromFile(dbf, operation: "sync", file: name) }

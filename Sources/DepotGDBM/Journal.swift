@@ -140,16 +140,19 @@ final class Journal {
         w.u32(formatVersion)
         w.u64(baseSeq)
         w.u32(CRC32.checksum(w.bytes))
+        try GDBMFaults.check("create", path: tmp)
         let fd = Glibc.open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw GDBMErrors.system(errno, "create", path: tmp) }
         do {
             try writeAll(fd, w.bytes, path: tmp)
+            try GDBMFaults.check("fsync", path: tmp)
             guard fsync(fd) == 0 else { throw GDBMErrors.system(errno, "sync", path: tmp) }
         } catch {
             Glibc.close(fd)
             throw error
         }
         Glibc.close(fd)
+        try GDBMFaults.check("rename", path: tmp)
         guard rename(tmp, path) == 0 else { throw GDBMErrors.system(errno, "rename", path: tmp) }
         try FileSystem.syncDirectory((path as NSString).deletingLastPathComponent)
         let opened = try open(path: path)
@@ -159,13 +162,16 @@ final class Journal {
     /// Opens the journal, reads every complete record, and cuts off a torn tail.
     /// - Throws: `.corrupted` when the header is not a Depot journal; `.io`.
     static func open(path: String) throws -> (journal: Journal, records: [JournalRecord]) {
+        try GDBMFaults.check("open", path: path)
         let fd = Glibc.open(path, O_RDWR | O_CLOEXEC)
         guard fd >= 0 else { throw GDBMErrors.system(errno, "open", path: path) }
         do {
             let bytes = try readAll(fd, path: path)
             let (baseSeq, records, validLength) = try parse(bytes)
             if validLength < bytes.count {
+                try GDBMFaults.check("truncate", path: path)
                 guard ftruncate(fd, off_t(validLength)) == 0 else { throw GDBMErrors.system(errno, "truncate", path: path) }
+                try GDBMFaults.check("fsync", path: path)
                 guard fsync(fd) == 0 else { throw GDBMErrors.system(errno, "sync", path: path) }
             }
             guard lseek(fd, off_t(validLength), SEEK_SET) >= 0 else { throw GDBMErrors.system(errno, "seek", path: path) }
@@ -240,6 +246,7 @@ final class Journal {
 
     /// fsyncs the journal.
     func sync() throws {
+        try GDBMFaults.check("fsync", path: path)
         guard fsync(fd) == 0 else { throw GDBMErrors.system(errno, "sync", path: path) }
         syncedSize = size
     }
@@ -339,11 +346,15 @@ final class Journal {
     // MARK: I/O helpers
 
     static func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) throws {
+        // An injected ENOSPC writes half the bytes first, as a full disk does (Docs/GDBMDriver.md,
+        // "I/O fault injection"); an injected EIO writes nothing.
+        let injected = GDBMFaults.failure("write", path: path)
         try bytes.withUnsafeBytes { raw in
             guard let base = raw.baseAddress else { return }
+            let end = injected.map { $0 == ENOSPC ? raw.count / 2 : 0 } ?? raw.count
             var offset = 0
-            while offset < raw.count {
-                let n = Glibc.write(fd, base + offset, raw.count - offset)
+            while offset < end {
+                let n = Glibc.write(fd, base + offset, end - offset)
                 if n < 0 {
                     if errno == EINTR { continue }
                     throw GDBMErrors.system(errno, "write", path: path)
@@ -351,11 +362,13 @@ final class Journal {
                 offset += n
             }
         }
+        if let injected { throw GDBMErrors.system(injected, "write", path: path) }
     }
 
     /// Reads from the current position to the end, or with `fromStart` the whole file
     /// without moving the position.
     static func readAll(_ fd: Int32, path: String, fromStart: Bool = false) throws -> [UInt8] {
+        try GDBMFaults.check("read", path: path)
         var out: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
@@ -378,6 +391,7 @@ final class Journal {
 enum FileSystem {
     /// fsyncs a directory so renames and new files in it survive power loss.
     static func syncDirectory(_ path: String) throws {
+        try GDBMFaults.check("fsync directory", path: path)
         let fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw GDBMErrors.system(errno, "open", path: path) }
         defer { Glibc.close(fd) }
@@ -386,6 +400,7 @@ enum FileSystem {
 
     /// fsyncs a file.
     static func syncFile(_ path: String) throws {
+        try GDBMFaults.check("fsync", path: path)
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw GDBMErrors.system(errno, "open", path: path) }
         defer { Glibc.close(fd) }
@@ -393,6 +408,7 @@ enum FileSystem {
     }
 
     static func makeDirectory(_ path: String) throws {
+        try GDBMFaults.check("create directory", path: path)
         if mkdir(path, 0o755) != 0 && errno != EEXIST { throw GDBMErrors.system(errno, "create directory", path: path) }
         var st = stat()
         guard stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
@@ -410,11 +426,13 @@ enum FileSystem {
     }
 
     static func remove(_ path: String) throws {
+        try GDBMFaults.check("remove", path: path)
         if unlink(path) != 0 && errno != ENOENT { throw GDBMErrors.system(errno, "remove", path: path) }
     }
 
     /// The GDBM files of a directory, parsed into ``FileID``s (other names are ignored).
     static func gdbmFiles(in directory: String) throws -> [FileID] {
+        try GDBMFaults.check("list", path: directory)
         let names: [String]
         do { names = try FileManager.default.contentsOfDirectory(atPath: directory) } catch {
             throw DepotError(.io, "Could not list '\(directory)'.", cause: DepotError.wrap(error))
@@ -424,9 +442,11 @@ enum FileSystem {
 
     /// Copies a file byte for byte and fsyncs the copy.
     static func copy(_ from: String, to: String) throws {
+        try GDBMFaults.check("open", path: from)
         let src = Glibc.open(from, O_RDONLY | O_CLOEXEC)
         guard src >= 0 else { throw GDBMErrors.system(errno, "open", path: from) }
         defer { Glibc.close(src) }
+        try GDBMFaults.check("create", path: to)
         let dst = Glibc.open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard dst >= 0 else { throw GDBMErrors.system(errno, "create", path: to) }
         defer { Glibc.close(dst) }
@@ -440,17 +460,21 @@ enum FileSystem {
                     throw GDBMErrors.system(errno, "read", path: from)
                 }
                 if n == 0 { break }
+                let injected = GDBMFaults.failure("write", path: to)
+                let end = injected.map { $0 == ENOSPC ? n / 2 : 0 } ?? n
                 var written = 0
-                while written < n {
-                    let w = Glibc.write(dst, base + written, n - written)
+                while written < end {
+                    let w = Glibc.write(dst, base + written, end - written)
                     if w < 0 {
                         if errno == EINTR { continue }
                         throw GDBMErrors.system(errno, "write", path: to)
                     }
                     written += w
                 }
+                if let injected { throw GDBMErrors.system(injected, "write", path: to) }
             }
         }
+        try GDBMFaults.check("fsync", path: to)
         guard fsync(dst) == 0 else { throw GDBMErrors.system(errno, "sync", path: to) }
     }
 }

@@ -23,6 +23,7 @@ final class StoreLock {
     /// Takes the lock, retrying until `timeoutMilliseconds` have passed.
     /// - Throws: `.locked` after the timeout, `.io` when the lock file cannot be opened.
     static func acquire(path: String, exclusive: Bool, timeoutMilliseconds: Int) throws -> StoreLock {
+        try GDBMFaults.check("open lock file", path: path)
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw GDBMErrors.system(errno, "open the lock file", path: path) }
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, timeoutMilliseconds)) * 1_000_000

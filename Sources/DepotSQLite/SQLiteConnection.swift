@@ -47,13 +47,14 @@ final class SQLiteConnection {
     let log: SQLiteStatementLog?
 
     /// Opens (creating if asked) the database at `path`, hardened and configured; `log`
-    /// logs its statements from the first one.
+    /// logs its statements from the first one. `vfs` names the SQLite VFS to open it with
+    /// (tests only: ``SQLiteTestSettings/vfs``); `nil` is the default one.
     /// - Throws: `.io`, `.corrupted`, `.locked` as SQLite reports.
-    init(path: String, create: Bool, busyTimeoutMilliseconds: Int32, log: SQLiteStatementLog? = nil) throws {
+    init(path: String, create: Bool, busyTimeoutMilliseconds: Int32, log: SQLiteStatementLog? = nil, vfs: String? = nil) throws {
         var handle: OpaquePointer?
         var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         if create { flags |= SQLITE_OPEN_CREATE }
-        let rc = sqlite3_open_v2(path, &handle, flags, nil)
+        let rc = sqlite3_open_v2(path, &handle, flags, vfs)
         guard let handle else {
             throw DepotError(.io, "SQLite could not allocate a connection.", cause: SQLiteResult(extendedCode: rc, message: "open"))
         }

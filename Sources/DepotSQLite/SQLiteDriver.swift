@@ -79,9 +79,21 @@ public final class SQLiteDriver: StorageDriver {
     ///     the logger's level is above debug.
     ///   - logValues: show bound values in the statement log instead of `?N=<redacted>`.
     ///     Values may hold secrets: turn it on only to debug, never in production.
-    public init(
+    public convenience init(
         path: String, durability: Durability = .full, busyTimeoutMilliseconds: Int = 5000, inlineTransactions: Bool = true,
         logger: Logger = Logger(label: "depot.sqlite"), logValues: Bool = false
+    ) async throws {
+        try await self.init(
+            path: path, durability: durability, busyTimeoutMilliseconds: busyTimeoutMilliseconds,
+            inlineTransactions: inlineTransactions, logger: logger, logValues: logValues, testSettings: SQLiteTestSettings())
+    }
+
+    /// ``init(path:durability:busyTimeoutMilliseconds:inlineTransactions:logger:logValues:)``
+    /// with the settings only the driver's tests use (a fault-injecting VFS, the checkpoint
+    /// threshold): Docs/SQLiteDriver.md, "I/O fault injection".
+    init(
+        path: String, durability: Durability = .full, busyTimeoutMilliseconds: Int = 5000, inlineTransactions: Bool = true,
+        logger: Logger = Logger(label: "depot.sqlite"), logValues: Bool = false, testSettings: SQLiteTestSettings
     ) async throws {
         guard !path.isEmpty, !path.utf8.contains(0) else {
             throw DepotError(.invalidStore, "A SQLite store needs a file path: write 'sqlite:PATH' or 'sqlite::memory:'.")
@@ -101,15 +113,23 @@ public final class SQLiteDriver: StorageDriver {
         let busy = Int32(busyTimeoutMilliseconds)
         self.busyTimeout = busy
         self.filePath = filePath
+        self.vfs = testSettings.vfs
+        self.checkpointPages = testSettings.checkpointPages
+        let vfs = testSettings.vfs
         writer = try await ConnectionThread.start(name: "depot.sqlite.writer") {
             let log = SQLiteStatementLog(logger: logger, showsValues: logValues, role: "writer")
-            let connection = try SQLiteConnection(path: filePath, create: true, busyTimeoutMilliseconds: busy, log: log)
+            let connection = try SQLiteConnection(path: filePath, create: true, busyTimeoutMilliseconds: busy, log: log, vfs: vfs)
             try SQLiteDriver.setUp(writer: connection, durability: durability, isMemory: isMemory)
             return connection
         }
     }
 
     private let filePath: String
+    /// The SQLite VFS every connection opens with; `nil` (the default) but in tests.
+    private let vfs: String?
+    /// The write-ahead log's size, in pages, that triggers a checkpoint after a commit:
+    /// ``checkpointPages`` but in tests.
+    private let checkpointPages: Int32
 
     /// Opens the store a parsed `sqlite:` store string names.
     ///
@@ -181,6 +201,8 @@ public final class SQLiteDriver: StorageDriver {
                 throw DepotError(.corrupted, "The SQLite file '\(connection.fileName)' failed its quick check (its sizes are damaged: SQLite ran out of memory reading it).", cause: error.cause, detail: error.detail)
             }
             guard problems == ["ok"] else {
+                // A page the check could not read is an I/O failure, not damage.
+                if let failure = SQLiteErrorMapping.readFailure(inCheckLines: problems) { throw failure }
                 throw DepotError(.corrupted, "The SQLite file '\(connection.fileName)' failed its quick check.", detail: problems.prefix(5).joined(separator: "; "))
             }
             guard case .text(let mode) = try connection.scalar("PRAGMA journal_mode = WAL"), mode.lowercased() == "wal" else {
@@ -337,7 +359,7 @@ public final class SQLiteDriver: StorageDriver {
                 if (current?.generation ?? Int64.min) < catalog.generation { current = catalog }
             }
         }
-        if connection.walPages >= SQLiteDriver.checkpointPages {
+        if connection.walPages >= checkpointPages {
             if inline {
                 connection.walPages = 0
                 writer.submit { $0.checkpoint() }
@@ -374,10 +396,10 @@ public final class SQLiteDriver: StorageDriver {
 
     /// Opens a reader connection (read-only through `query_only`), on the new reader's thread.
     private var readerOpener: @Sendable () throws -> SQLiteConnection {
-        let filePath = self.filePath, busy = busyTimeout, logger = self.logger, logValues = logsValues
+        let filePath = self.filePath, busy = busyTimeout, logger = self.logger, logValues = logsValues, vfs = self.vfs
         return {
             let log = SQLiteStatementLog(logger: logger, showsValues: logValues, role: "reader")
-            let connection = try SQLiteConnection(path: filePath, create: false, busyTimeoutMilliseconds: busy, log: log)
+            let connection = try SQLiteConnection(path: filePath, create: false, busyTimeoutMilliseconds: busy, log: log, vfs: vfs)
             try connection.execute("PRAGMA query_only = ON")
             return connection
         }
@@ -516,7 +538,8 @@ public final class SQLiteDriver: StorageDriver {
 
     /// Runs `PRAGMA integrity_check` and checks that every collection's table exists.
     /// - Returns: the problems found; empty when the store is sound.
-    /// - Throws: `.closed`, `.corrupted`, `.io`.
+    /// - Throws: `.closed`, `.corrupted`, `.io` (also when the check could not read a page:
+    ///   SQLite reports that as a line of its result, which is not damage).
     public func integrityCheck() async throws -> [String] {
         try await withReader { connection in
             var problems: [String] = []
@@ -525,6 +548,8 @@ public final class SQLiteDriver: StorageDriver {
                     if case .text(let line) = row.value(0), line != "ok" { problems.append(line) }
                     return true
                 }
+                // A page the check could not read is an I/O failure, not damage.
+                if let failure = SQLiteErrorMapping.readFailure(inCheckLines: problems) { throw failure }
                 let tables = try SQLNaming.schemaNames(connection)
                 for name in try transaction.collectionNames() {
                     guard let meta = transaction.catalog.collections[name] else { continue }

@@ -80,6 +80,27 @@ enum SQLiteErrorMapping {
     /// mean the file is damaged.
     static let damagedSchemaMessages = ["no such table", "no such column", "unsupported file format"]
 
+    /// The error for a `quick_check` or `integrity_check` result that says a page could not
+    /// be read (`unable to get the page. error code=266`): SQLite reports a failed read there
+    /// as a line of the result, not as the statement's result code, and a read that failed
+    /// with an I/O error or a full disk is not damage (running out of memory there is: a sound
+    /// file never asks for more than SQLite allows, Docs/Fuzzing.md, "Damaged stores"). `nil` when no line names
+    /// such a code (the problems are damage: `.corrupted`).
+    static func readFailure(inCheckLines lines: [String]) -> DepotError? {
+        for line in lines {
+            guard let marker = line.range(of: "error code=") else { continue }
+            let digits = line[marker.upperBound...].prefix { $0.isNumber }
+            guard let code = Int32(digits) else { continue }
+            switch code & 0xFF {
+            case SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_BUSY, SQLITE_LOCKED, SQLITE_PERM:
+                return error(code: code, message: line)
+            default:
+                continue
+            }
+        }
+        return nil
+    }
+
     /// The name of the SQL index a `SQLITE_CONSTRAINT_UNIQUE` message names, if any:
     /// SQLite writes `UNIQUE constraint failed: index 'NAME'` for indexes on expressions.
     static func indexName(inUniqueMessage message: String) -> String? {
