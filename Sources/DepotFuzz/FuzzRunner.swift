@@ -24,15 +24,19 @@ public struct FuzzRunner: Sendable {
     public var maximumFailures: Int
     /// Where the watchdog saves a hanging input (the current directory when `nil`).
     public var failureDirectory: String?
+    /// The wall time after which the watchdog takes a still-running input for a hang and ends
+    /// the process: ten times `timeBudget` unless set.
+    public var hangLimit: Double
 
     /// A runner.
-    public init(executions: Int, seed: UInt64 = 1, timeBudget: Double = 1, maximumLength: Int = 4096, maximumFailures: Int = 1, failureDirectory: String? = nil) {
+    public init(executions: Int, seed: UInt64 = 1, timeBudget: Double = 1, maximumLength: Int = 4096, maximumFailures: Int = 1, failureDirectory: String? = nil, hangLimit: Double? = nil) {
         self.executions = executions
         self.seed = seed
         self.timeBudget = timeBudget
         self.maximumLength = maximumLength
         self.maximumFailures = maximumFailures
         self.failureDirectory = failureDirectory
+        self.hangLimit = hangLimit ?? timeBudget * 10
     }
 
     /// Runs `target`. `beforeEach` sees every input before it runs (the crash guard keeps a
@@ -44,7 +48,7 @@ public struct FuzzRunner: Sendable {
         var mutator = Mutator(seed: seed, dictionary: target.dictionary, nesting: target.nesting, maximumLength: maximumLength)
         var random = SplitMix64(seed: seed ^ 0x5EED_F00D)
         var report = FuzzReport(target: target.name, executions: 0, accepted: 0, seconds: 0, slowest: 0, failures: [])
-        let watchdog = FuzzWatchdog(target: target.name, limit: timeBudget * 10, directory: failureDirectory)
+        let watchdog = FuzzWatchdog(target: target.name, limit: hangLimit, directory: failureDirectory)
         defer { watchdog.stop() }
         let start = FuzzWatchdog.now()
         var lastProgress = start
