@@ -1,3 +1,4 @@
+import DepotConformance
 import DepotCore
 import Foundation
 import Testing
@@ -17,7 +18,7 @@ import Glibc
 /// journaled) takes the next commit; and a fresh driver on the real files, and one on the
 /// image kill -9 would leave, find the same state, never a mix, with every acknowledged
 /// commit, and pass their integrity check.
-@Suite struct GDBMFaultInjectionTests {
+@Suite struct GDBMFaultInjectionTests: FaultTrialCommits {
     /// What is being failed.
     enum Step: String, Sendable, CaseIterable, CustomStringConvertible {
         /// One write transaction (two collections, several records).
@@ -39,46 +40,6 @@ import Glibc
         var description: String { rawValue }
     }
 
-    /// The records of both collections, by id: enough to tell a mix from the old or new state.
-    struct State: Equatable, CustomStringConvertible {
-        var a: [RecordID: String] = [:]
-        var b: [RecordID: String] = [:]
-        var description: String { "a \(a.sorted { $0.key < $1.key }) b \(b.sorted { $0.key < $1.key })" }
-    }
-
-    static var a: CollectionName { get throws { try CollectionName("a") } }
-    static var b: CollectionName { get throws { try CollectionName("b") } }
-    /// After the setup commit.
-    static let old = State(a: [1: "one"], b: [1: "one"])
-    /// After the tested commit: `a` 1 updated and 2 inserted; `b` 1 deleted and 2 inserted.
-    static let new = State(a: [1: "uno", 2: "two"], b: [2: "two"])
-
-    static func setUp(_ tx: any WriteTransaction) throws {
-        try tx.insert(Record(id: 1, fields: ["v": "one"]), into: a)
-        try tx.insert(Record(id: 1, fields: ["v": "one"]), into: b)
-    }
-
-    static func change(_ tx: any WriteTransaction) throws {
-        try tx.update(Record(id: 1, fields: ["v": "uno"]), in: a)
-        try tx.insert(Record(id: 2, fields: ["v": "two"]), into: a)
-        try tx.delete(1, from: b)
-        try tx.insert(Record(id: 2, fields: ["v": "two"]), into: b)
-    }
-
-    /// The commit that follows once the disk works again.
-    static func next(_ tx: any WriteTransaction) throws {
-        try tx.insert(Record(id: 3, fields: ["v": "three"]), into: a)
-    }
-
-    static func state(_ driver: GDBMDriver) async throws -> State {
-        let a = try a, b = try b
-        return try await driver.read { tx in
-            var state = State()
-            for record in try tx.query(Query(), in: a) { state.a[record.id] = record.fields["v"]?.stringValue ?? "?" }
-            for record in try tx.query(Query(), in: b) { state.b[record.id] = record.fields["v"]?.stringValue ?? "?" }
-            return state
-        }
-    }
 
     static func options(_ durability: Durability, _ step: Step) -> EngineOptions {
         var options = EngineOptions()
