@@ -14,11 +14,21 @@ import Foundation
 struct QueryParameters {
     private(set) var pairs: [(String, String)] = []
 
+    /// Reads `query` (without the `?`): `&`-separated `key=value` pairs, `+` as a space, then
+    /// percent-decoded. Separators are found among Unicode scalars, not Characters: a scalar
+    /// that joins the next one into a Character (U+0603 before `&`) must not hide a separator
+    /// (the flaw fixed in `StoreLocation`, Docs/Fuzzing.md, "What it found").
+    /// - Throws: a 400 when a key or value is not valid percent-encoded text.
     init(_ query: String) throws {
-        for part in query.split(separator: "&", omittingEmptySubsequences: true) {
+        func text(_ scalars: Substring.UnicodeScalarView.SubSequence) -> String {
+            var view = String.UnicodeScalarView()
+            view.append(contentsOf: scalars.lazy.map { $0 == "+" ? " " : $0 })
+            return String(view)
+        }
+        for part in Substring(query).unicodeScalars.split(separator: "&", omittingEmptySubsequences: true) {
             let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let rawKey = String(pieces[0]).replacingOccurrences(of: "+", with: " ")
-            let rawValue = pieces.count > 1 ? String(pieces[1]).replacingOccurrences(of: "+", with: " ") : ""
+            let rawKey = text(pieces[0])
+            let rawValue = pieces.count > 1 ? text(pieces[1]) : ""
             guard let key = rawKey.removingPercentEncoding, let value = rawValue.removingPercentEncoding else {
                 throw HTTPFailure.badRequest("The query string is not valid percent-encoded text.")
             }

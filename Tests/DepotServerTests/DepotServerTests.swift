@@ -46,6 +46,15 @@ struct DepotServerTests {
         }
     }
 
+    @Test("query strings are split on scalars: a prepended scalar before & or = hides no separator")
+    func querySeparatorsAreFoundAmongScalars() throws {
+        // U+0603 joins the next scalar into one Character; split on Characters, "&b=1" stayed
+        // inside a's value.
+        let parameters = try QueryParameters("a=x\u{0603}&b=1&c\u{0603}=2&d=%2B+e")
+        #expect(parameters.pairs.map(\.0) == ["a", "b", "c\u{0603}", "d"])
+        #expect(parameters.pairs.map(\.1) == ["x\u{0603}", "1", "2", "+ e"])
+    }
+
     @Test("paging, sorting and filters follow json-server")
     func listConventions() async throws {
         try await withServer { live in
