@@ -1,8 +1,8 @@
 import ArgumentParser
 import Depot
+import DepotCore
 import DepotServer
 import Foundation
-import Synchronization
 
 /// `depot bench-sync`: the sync benchmark of Docs/Sync.md — a pull of N records from a
 /// DepotServer on loopback into a fresh local store, and a push of M outbox entries.
@@ -172,7 +172,7 @@ struct BenchSyncCommand: DepotSubcommand {
 /// The default URLSession transport, counting the requests it sends.
 final class CountingTransport: HTTPTransport {
     let inner = URLSessionTransport(timeout: 30)
-    let count = Mutex(0)
+    let count = Locked(0)
 
     var requests: Int { count.withLock { $0 } }
 

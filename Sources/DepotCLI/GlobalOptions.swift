@@ -1,8 +1,8 @@
 import ArgumentParser
 import Depot
+import DepotCore
 import Foundation
 import Logging
-import Synchronization
 
 /// `--quiet` and `--verbose`, offered by every subcommand.
 struct GlobalOptions: ParsableArguments {
@@ -40,7 +40,7 @@ protocol DepotSubcommand: AsyncParsableCommand {
 }
 
 /// Whether swift-log was set up: it allows one bootstrap per process.
-private let bootstrapped = Mutex(false)
+private let bootstrapped = Locked(false)
 
 /// Sets swift-log up once per process, at `level` for every logger, so that `--verbose`
 /// also shows the SQLite driver's statement log (Docs/SQLiteDriver.md, "Statement log").

@@ -1,5 +1,5 @@
+import DepotCore
 import Foundation
-import Synchronization
 
 /// A one-line progress display on standard error: count, rate and (with a total) ETA.
 ///
@@ -16,7 +16,7 @@ final class Progress: Sendable {
     private let unit: String
     private let enabled: Bool
     private let start = ProcessInfo.processInfo.systemUptime
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// - Parameters:
     ///   - what: the label in front of the figures.
@@ -90,7 +90,7 @@ final class Progress: Sendable {
 }
 
 extension Console {
-    private static let progressShown = Mutex(false)
+    private static let progressShown = Locked(false)
 
     /// Draws a progress line in place (carriage return, clear to end of line).
     static func progressDraw(_ line: String) {

@@ -565,7 +565,7 @@ public enum DamageCrashNote {
     private static let capacity = 2048
     nonisolated(unsafe) private static let buffer: UnsafeMutablePointer<UInt8> = .allocate(capacity: 2048)
     private static let length = Atomic<Int>(0)
-    private static let installed = Mutex(false)
+    private static let installed = Locked(false)
 
     /// Sets the note (and installs the handlers the first time).
     public static func set(_ text: String) {

@@ -1,6 +1,5 @@
 import DepotCore
 import Foundation
-import Synchronization
 
 /// Assertions for checks: each throws a ``ConformanceFailure`` naming the check.
 struct Expect: Sendable {
@@ -210,7 +209,7 @@ func withTimeout<T: Sendable>(_ nominalSeconds: Double, _ expect: Expect, _ what
 
 /// Resumes a continuation once, whichever of two racers comes first.
 final class OnceResult<T: Sendable>: Sendable {
-    private let state = Mutex<CheckedContinuation<T, any Error>?>(nil)
+    private let state = Locked<CheckedContinuation<T, any Error>?>(nil)
     func set(_ continuation: CheckedContinuation<T, any Error>) { state.withLock { $0 = continuation } }
     func resume(_ result: Result<T, any Error>) {
         let continuation = state.withLock { value -> CheckedContinuation<T, any Error>? in

@@ -1,6 +1,5 @@
 import DepotCore
 import Foundation
-import Synchronization
 
 /// Projections and partial updates (Docs/Semantics.md, "Projections" and "Partial
 /// updates"), through a store over the driver as an app uses them.
@@ -220,7 +219,7 @@ struct ExamplePerson: Model, Equatable {
 
 /// A write observer that keeps every change it is given, with fields.
 final class RecordingObserver: StoreWriteObserver, Sendable {
-    let changes = Mutex<[RecordChange]>([])
+    let changes = Locked<[RecordChange]>([])
     func wantsFields(of collection: CollectionName, in transaction: StoreWriteTransaction) throws -> Bool { true }
     func record(_ change: RecordChange, in transaction: StoreWriteTransaction) throws {
         changes.withLock { $0.append(change) }

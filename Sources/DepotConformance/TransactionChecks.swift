@@ -1,6 +1,5 @@
 import DepotCore
 import Foundation
-import Synchronization
 
 /// Write transactions: atomic across collections, rolled back on throw, reads see their own
 /// writes; read transactions see one snapshot (Docs/Semantics.md, "Transactions").
@@ -198,7 +197,7 @@ enum TransactionChecks {
 /// Lets a reader inside a read transaction and a writer task take turns, without blocking
 /// the writer's thread: the reader blocks (it owns a transaction), the writer polls.
 final class SnapshotSignal: Sendable {
-    private let state = Mutex<(readerStarted: Bool, writerDone: Bool)>((false, false))
+    private let state = Locked<(readerStarted: Bool, writerDone: Bool)>((false, false))
     private let condition = NSCondition()
 
     func readerStarted() { state.withLock { $0.readerStarted = true } }

@@ -107,7 +107,7 @@ package final class BlockingExecutor: @unchecked Sendable {
     }
 
     /// The thread ids of every executor's running workers.
-    private static let workers = Mutex<Set<UInt>>([])
+    private static let workers = Locked<Set<UInt>>([])
 
     /// `true` when called on a worker thread of any executor: a driver's own thread, not the
     /// caller's (for tests of where work runs).

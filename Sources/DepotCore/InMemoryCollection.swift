@@ -1,4 +1,3 @@
-import Synchronization
 
 /// One collection held in memory: its schema, records, unique indexes and the highest integer
 /// id ever used. The shared building block of drivers that keep their data in memory
@@ -203,9 +202,9 @@ final class OrderedIDs: Sendable {
     /// Pending ids merged into the main array.
     static let mergeThreshold = 1024
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
-    init(_ state: State = State()) { self.state = Mutex(state) }
+    init(_ state: State = State()) { self.state = Locked(state) }
 
     /// A copy with its own state.
     func copy() -> OrderedIDs { OrderedIDs(state.withLock { $0 }) }

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The store's opt-in cache of query results (``RepositoryQuery/cached(_:)``,
 /// ``Collection/query(_:cached:)``): results by collection, query and result type, each
@@ -30,7 +29,7 @@ final class QueryResultCache: Sendable {
         var misses = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// The most entries kept; the least recently used goes first.
     let capacity: Int
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Turns `Encodable` values into ``FieldValue``s directly, with no JSON in between.
 ///
@@ -180,7 +179,7 @@ final class EncodingStorage {
 }
 
 /// How many keys each type encoded last time, so the next object is allocated at its size once.
-let keyCountByType = Mutex<[ObjectIdentifier: Int]>([:])
+let keyCountByType = Locked<[ObjectIdentifier: Int]>([:])
 
 final class FieldEncoder: Encoder {
     let codingPath: [any CodingKey]

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Typed access to a model's collection: save, find, query, delete, observe.
 ///
@@ -260,13 +259,13 @@ public struct RepositoryQuery<M: StoredModel>: Sendable {
 
 /// A bounded read cache by id, invalidated synchronously by every commit of its store.
 final class ModelCache<M: StoredModel>: ChangeInvalidated, @unchecked Sendable {
-    // @unchecked: all mutable state lives in `state`, a Mutex.
+    // @unchecked: all mutable state lives in `state`, a Locked.
     struct State {
         var entries: [RecordID: (model: M, tick: UInt64)] = [:]
         var tick: UInt64 = 0
         var generation: UInt64 = 0
     }
-    let state = Mutex(State())
+    let state = Locked(State())
     let capacity: Int
     let collection: CollectionName
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// What deleting a record does to the records that refer to it (Docs/Relations.md).
 public enum DeleteRule: String, Hashable, Sendable, Codable, CaseIterable {
@@ -128,7 +127,7 @@ final class RulesCache: Sendable {
         var snapshot: RulesSnapshot?
         var generation: UInt64 = 0
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// The snapshot, loading it with `load` (inside the caller's transaction) when there is none.
     func snapshot(_ load: () throws -> RulesSnapshot) throws -> RulesSnapshot {

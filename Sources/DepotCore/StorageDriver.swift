@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The protocol every backend implements.
 ///
@@ -435,7 +434,7 @@ package final class ClosureLoan<Argument, Result>: @unchecked Sendable {
 /// - Throws: what `operation` throws.
 package func waitForTask<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) throws -> T {
     let done = DispatchSemaphore(value: 0)
-    let result = Mutex<Result<T, any Error>?>(nil)
+    let result = Locked<Result<T, any Error>?>(nil)
     Task.detached {
         let outcome: Result<T, any Error>
         do { outcome = .success(try await operation()) } catch { outcome = .failure(error) }

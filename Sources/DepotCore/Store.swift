@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// An open store: a driver plus everything the core builds on it (validation, change
 /// events, read caches, migrations, and the write observers through which sync and the
@@ -22,11 +21,11 @@ public final class Store: Sendable {
     /// The store string it was opened from, secrets hidden (or the backend name).
     public let name: String
 
-    let subscribers = Mutex<[UUID: AsyncStream<ChangeBatch>.Continuation]>([:])
-    let caches = Mutex<[ObjectIdentifier: WeakCache]>([:])
-    let preparedModels = Mutex<Set<String>>([])
+    let subscribers = Locked<[UUID: AsyncStream<ChangeBatch>.Continuation]>([:])
+    let caches = Locked<[ObjectIdentifier: WeakCache]>([:])
+    let preparedModels = Locked<Set<String>>([])
     /// What runs inside every write transaction (``addWriteObserver(_:)``).
-    let observers = Mutex<[any StoreWriteObserver]>([])
+    let observers = Locked<[any StoreWriteObserver]>([])
     /// The collections' references, required fields and defaults (Rules.swift).
     let rules = RulesCache()
     /// Opt-in query results (QueryResultCache.swift).

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Open stores registered under names, one of them the default: for an app that keeps
 /// several stores open at once (a main database, a cache, a settings file) and reaches them
@@ -30,7 +29,7 @@ public final class StoreRegistry: Sendable {
         var defaultName: String?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// An empty registry, with no default.
     public init() {}

@@ -26,8 +26,8 @@
 // A notes key is the record id; a tasks key is the `tag` field (the id changes on re-key).
 // Fields: notes {v: n, by: LABEL} (+ edited: true), tasks {tag, v: n, by: LABEL} (+ edited: true).
 import Depot
+import DepotCore
 import Foundation
-import Synchronization
 
 enum SyncClient {
     static let usage = "usage: depot-crash-helper sync STORE BASE_URL SEED LABEL WRITES [final]\n"
@@ -64,8 +64,8 @@ enum SyncClient {
 
     /// A flag shared by the writer and the syncer.
     final class Flag: Sendable {
-        private let state: Mutex<Bool>
-        init(_ value: Bool) { state = Mutex(value) }
+        private let state: Locked<Bool>
+        init(_ value: Bool) { state = Locked(value) }
         var value: Bool { state.withLock { $0 } }
         func set() { state.withLock { $0 = true } }
     }
@@ -73,7 +73,7 @@ enum SyncClient {
     /// A transport that fails every request at once while offline.
     final class OfflineTransport: HTTPTransport {
         let inner = URLSessionTransport(timeout: 10)
-        let offline = Mutex(false)
+        let offline = Locked(false)
 
         func send(_ request: HTTPRequestSpec) async throws -> HTTPAnswer {
             if offline.withLock({ $0 }) { throw DepotError(.remote, "offline") }

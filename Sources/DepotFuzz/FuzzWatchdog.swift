@@ -17,7 +17,7 @@ final class FuzzWatchdog: Sendable {
     /// When the current input started (monotonic nanoseconds), 0 between inputs.
     private let started = Atomic<UInt64>(0)
     private let stopped = Atomic<Bool>(false)
-    private let current = Mutex<[UInt8]>([])
+    private let current = Locked<[UInt8]>([])
 
     init(target: String, limit: Double, directory: String?) {
         self.target = target

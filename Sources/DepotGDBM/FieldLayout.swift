@@ -1,6 +1,5 @@
 import DepotCore
 import Foundation
-import Synchronization
 
 /// A set of field names, with a dictionary of them all mapped to null: decoding a record
 /// whose names are exactly these copies the dictionary and sets each value through its
@@ -114,7 +113,7 @@ final class FieldLayoutCache: Sendable {
         var learned = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Layouts kept at most.
     static let capacity = 8
     /// Records with more fields than this are decoded without a layout.

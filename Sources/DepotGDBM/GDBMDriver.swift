@@ -1,6 +1,5 @@
 import DepotCore
 import Foundation
-import Synchronization
 
 /// A driver over GNU dbm (libgdbm) files: a store is a directory of genuine GDBM
 /// databases, one pair per collection, plus a redo journal that makes transactions atomic
@@ -34,7 +33,7 @@ public final class GDBMDriver: StorageDriver {
     public var capabilities: DriverCapabilities { .complete }
 
     let engine: GDBMEngine
-    private let closed = Mutex(false)
+    private let closed = Locked(false)
 
     /// The store's writer thread as a task executor.
     ///

@@ -1,6 +1,5 @@
 import DepotCore
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -104,7 +103,7 @@ final class GDBMEngine: @unchecked Sendable {
         var pendingOps = 0
     }
 
-    private let state = Mutex(Shared())
+    private let state = Locked(Shared())
 
     private init(directory: String, options: EngineOptions) {
         self.directory = directory
@@ -129,7 +128,7 @@ final class GDBMEngine: @unchecked Sendable {
         var closing = false
     }
 
-    private static let registry = Mutex<[String: Entry]>([:])
+    private static let registry = Locked<[String: Entry]>([:])
 
     /// The engine of `directory`, opened if this is the first driver of the process on it.
     /// Options of later drivers on an already open directory are ignored (the first wins).

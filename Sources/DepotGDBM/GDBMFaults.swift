@@ -25,7 +25,7 @@ import Glibc
 /// ```
 enum GDBMFaults {
     private static let installed = Atomic<Int>(0)
-    private static let plans = Mutex<[GDBMFaultPlan]>([])
+    private static let plans = Locked<[GDBMFaultPlan]>([])
 
     /// Makes `plan` count the operations under its directory.
     static func install(_ plan: GDBMFaultPlan) {
@@ -81,7 +81,7 @@ final class GDBMFaultPlan: Sendable {
 
     /// The store directory (absolute, as ``GDBMDriver/directory`` gives it).
     let directory: String
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// A plan for the store in `directory`, disarmed (it only counts).
     init(directory: String) {

@@ -1,4 +1,4 @@
-import Synchronization
+import DepotCore
 
 #if canImport(Glibc)
 import Glibc
@@ -39,7 +39,7 @@ package final class FaultInjectingFileSystem: JSONFileSystem {
     }
 
     private let base: any JSONFileSystem
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Wraps `base` (the real file system by default). Nothing fails until armed.
     package init(base: any JSONFileSystem = PosixFileSystem()) {

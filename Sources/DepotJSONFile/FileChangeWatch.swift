@@ -1,3 +1,4 @@
+import DepotCore
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -82,7 +83,7 @@ package final class InotifyHub: Sendable {
 
     private let descriptor: Int32
     /// The watch table; held also for a whole drain and check.
-    private let table = Mutex(Table())
+    private let table = Locked(Table())
     /// `true` while a drain consumes events it has not yet marked on their folders.
     private let draining = Atomic<Bool>(false)
 

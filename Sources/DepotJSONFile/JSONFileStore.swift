@@ -1,12 +1,11 @@
 import DepotCore
 import Foundation
-import Synchronization
 
 /// The mutable heart of a ``JSONFileDriver``: the loaded state, what is known about the
 /// file on disk, the lock, and the commit procedure. Used only on the driver's thread,
 /// except ``published`` and ``unchangedSnapshot()``, which any thread may use.
 final class JSONFileStore: @unchecked Sendable {
-    // @unchecked: every method and property except `published` (a Mutex),
+    // @unchecked: every method and property except `published` (a Locked),
     // `unchangedSnapshot()` and `checkedSnapshot()` (which read only `published`, the
     // immutable `path`, the Sendable `watch` and the Sendable, thread-safe `fs`) is used
     // only from jobs run on the owning driver's
@@ -50,7 +49,7 @@ final class JSONFileStore: @unchecked Sendable {
         var known: Known = .unknown
         var isClosed = false
     }
-    let published = Mutex(Published())
+    let published = Locked(Published())
 
     private func publish() {
         let now = Published(state: committed, known: known, isClosed: isClosed)

@@ -1,6 +1,5 @@
 import DepotCore
 import Foundation
-import Synchronization
 
 /// A driver that keeps everything in memory: the reference semantics every other
 /// driver is compared with, and a fast store for tests and caches.
@@ -23,7 +22,7 @@ public final class MemoryDriver: StorageDriver {
     /// The state; read and written only while `lock` is held (see the type's comment).
     private let box = MemoryStateBox()
     private let lock = ReadWriteLock()
-    private let closed = Mutex(false)
+    private let closed = Locked(false)
 
     public init() {}
 

@@ -43,7 +43,7 @@ public final class PostgresDriver: StorageDriver {
     /// One write transaction at a time in this driver (other processes are kept apart by
     /// `SERIALIZABLE`).
     private let writeLock = NSLock()
-    private let metaCache = Mutex<[CollectionName: CollectionMeta]>([:])
+    private let metaCache = Locked<[CollectionName: CollectionMeta]>([:])
     private let closed = Atomic<Bool>(false)
     /// How many write transactions were run again after a serialization failure.
     private let retryCount = Atomic<Int>(0)

@@ -2,7 +2,6 @@ import CSQLite
 import DepotCore
 import Foundation
 import Logging
-import Synchronization
 
 /// A driver over one SQLite database file (libsqlite3's C API), with one table per
 /// collection and one column per top-level field, so a person can read the data with the
@@ -48,9 +47,9 @@ public final class SQLiteDriver: StorageDriver {
     let isMemory: Bool
 
     private let writer: ConnectionThread
-    private let pool = Mutex(ReaderPool())
-    private let cachedCatalog = Mutex<Catalog?>(nil)
-    private let closed = Mutex(false)
+    private let pool = Locked(ReaderPool())
+    private let cachedCatalog = Locked<Catalog?>(nil)
+    private let closed = Locked(false)
 
     struct ReaderPool {
         var idle: [ConnectionThread] = []

@@ -1,7 +1,6 @@
 import CSQLiteShim
 import DepotCore
 import Foundation
-import Synchronization
 
 /// A fault-injecting SQLite VFS for tests (Docs/SQLiteDriver.md, "I/O fault injection"):
 /// the C shim's `depot_fault_vfs`, registered under its own name over the default VFS.
@@ -47,7 +46,7 @@ final class SQLiteFaultVFS: @unchecked Sendable {
     /// The name the VFS is registered under (pass it as ``SQLiteTestSettings/vfs``).
     let name: String
 
-    private static let serial = Mutex(0)
+    private static let serial = Locked(0)
 
     /// Registers a new VFS with a fresh name, disarmed. It stays registered for the life of
     /// the process (a connection may still be using it when this object goes away).

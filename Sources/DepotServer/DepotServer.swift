@@ -3,7 +3,6 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
-import Synchronization
 
 /// Serves any store over HTTP with json-server conventions, plus ETags, conditional
 /// requests, idempotency keys and a change feed.
@@ -74,7 +73,7 @@ public final class DepotServer: Sendable {
         var sweeper: Task<Void, Never>?
         var port: Int?
     }
-    private let state = Mutex(RunState())
+    private let state = Locked(RunState())
 
     /// Makes a server over `store` and installs the store's ``ChangeLogRecorder``; nothing
     /// listens until ``start()`` or ``run()``.

@@ -1,5 +1,4 @@
 import DepotCore
-import Synchronization
 
 /// Faults a ``DepotServer`` injects on purpose, so tests can prove a client survives them.
 ///
@@ -21,7 +20,7 @@ package struct ServerFaults: Sendable {
     /// (drop before handling, 500, 503, 429, a short delay, a lost answer after the commit, or
     /// a batch cut in half: its first half committed, no answer).
     package static func seeded(seed: UInt64, rate: Double) -> ServerFaults {
-        let generator = Mutex(SplitMix64(seed: seed))
+        let generator = Locked(SplitMix64(seed: seed))
         return ServerFaults { _, _ in
             generator.withLock { g -> ServerFault? in
                 guard g.nextUnit() < rate else { return nil }

@@ -1,7 +1,6 @@
 import DepotCore
 import DepotWire
 import Foundation
-import Synchronization
 
 /// One entry of the transactional outbox (`_depot_outbox`), written by ``OutboxRecorder``
 /// in the same transaction as the local write it describes.
@@ -214,7 +213,7 @@ public final class OutboxRecorder: StoreWriteObserver {
         /// its own attachments afresh and does not cache them (it may roll back).
         var changedBy: ObjectIdentifier?
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private init() {}
 

@@ -1,6 +1,5 @@
 import DepotCore
 import Foundation
-import Synchronization
 
 /// Exponential backoff with full jitter: the wait before retry `n` (from 0) is a uniform
 /// random duration in `0 ... min(maxDelay, baseDelay * 2^n)`. A `Retry-After` from the
@@ -99,9 +98,9 @@ public struct SystemRandomSource: SyncRandomSource {
 /// A reproducible source for tests and the crash helper: one ``DepotCore/SplitMix64``
 /// behind a lock, so concurrent callers share one seeded sequence.
 package final class SeededRandomSource: SyncRandomSource {
-    private let generator: Mutex<SplitMix64>
+    private let generator: Locked<SplitMix64>
     /// Makes a source from a seed.
-    package init(seed: UInt64) { generator = Mutex(SplitMix64(seed: seed)) }
+    package init(seed: UInt64) { generator = Locked(SplitMix64(seed: seed)) }
     /// The next raw 64-bit value.
     package func next() -> UInt64 { generator.withLock { $0.next() } }
     /// A uniform random number in `0..<1` from the seeded sequence.

@@ -1,7 +1,6 @@
 import DepotConformance
 import DepotCore
 import Foundation
-import Synchronization
 import Testing
 
 /// A third-party driver that writes only the core requirements of the driver contract
@@ -14,9 +13,9 @@ final class MinimalDriver: StorageDriver {
         var collections: [CollectionName: InMemoryCollection] = [:]
         var closed = false
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// One writer at a time; readers never wait for it (they read the last committed state).
-    private let writer = Mutex(())
+    private let writer = Locked(())
 
     let backendName = "minimal"
     let capabilities: DriverCapabilities = [.transactions, .snapshotReads, .uniqueConstraints]

@@ -1,6 +1,5 @@
 import DepotCore
 import Foundation
-import Synchronization
 import Testing
 
 @Suite("SplitMix64: the one seeded generator")
@@ -48,7 +47,7 @@ struct BlockingExecutorTests {
     func fifoOnOneWorker() async throws {
         let executor = BlockingExecutor(name: "test.fifo", closedMessage: "closed")
         defer { executor.stop() }
-        let order = Mutex<[Int]>([])
+        let order = Locked<[Int]>([])
         for n in 0..<200 { executor.submit { order.withLock { $0.append(n) } } }
         let last = try await executor.run { order.withLock { $0.count } }
         #expect(last == 200)
@@ -79,7 +78,7 @@ struct BlockingExecutorTests {
     func stopDrainsThenRefuses() async throws {
         let executor = BlockingExecutor(name: "test.stop", closedMessage: "The test store is closed.")
         let gate = DispatchSemaphore(value: 0)
-        let ran = Mutex(0)
+        let ran = Locked(0)
         executor.submit { gate.wait() }
         for _ in 0..<10 { executor.submit { ran.withLock { $0 += 1 } } }
         executor.stop()

@@ -1,6 +1,5 @@
 import DepotCore
 import Foundation
-import Synchronization
 import Testing
 
 @testable import DepotGDBM
@@ -22,7 +21,7 @@ import Testing
         let users = self.users
         let driver = try await Self.open(dir)
         try await driver.write { tx in for i in 1...200 { try tx.insert(Record(id: .int(Int64(i)), fields: ["n": .int(Int64(i))]), into: users) } }
-        let calls = Mutex(0)
+        let calls = Locked(0)
         // One get: inline, one call.
         let one = try await driver.read { tx in
             calls.withLock { $0 += 1 }
@@ -59,7 +58,7 @@ import Testing
         // The first commit after opening (or after a sync point) fsyncs its journal record on
         // the writer thread and is never tried inline: make it, so the next one is tried inline.
         try await driver.write { tx in try tx.insert(Record(id: 1, fields: [:]), into: try CollectionName("warmup")) }
-        let calls = Mutex(0)
+        let calls = Locked(0)
         // 300 inserts, some swallowing errors: abandoned inline, committed once on the writer thread.
         let outcome = try await driver.write { tx -> Int in
             calls.withLock { $0 += 1 }

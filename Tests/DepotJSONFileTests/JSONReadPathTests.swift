@@ -2,7 +2,6 @@ import DepotCore
 import DepotMemory
 import Dispatch
 import Foundation
-import Synchronization
 import Testing
 @testable import DepotJSONFile
 
@@ -12,9 +11,9 @@ import Testing
 /// sorting exactly as the shared evaluator does.
 @Suite struct JSONReadPathTests {
     final class Flags: Sendable {
-        let inserted = Mutex(false)
+        let inserted = Locked(false)
         let readFinished = DispatchSemaphore(value: 0)
-        let writerTimedOut = Mutex(false)
+        let writerTimedOut = Locked(false)
     }
 
     @Test func aReadDuringAnOpenWriteNeitherWaitsNorSeesIt() async throws {

@@ -1,6 +1,6 @@
 import Depot
+import DepotCore
 import Foundation
-import Synchronization
 import Testing
 
 /// The synchronous API (`store.blocking`, `repository.blocking`, `query.blocking`) on every
@@ -84,7 +84,7 @@ import Testing
         for string in Self.storeStrings(dir) {
             let store = try await Store.open(string)
             let items = try store.collection("items")
-            let errors = Mutex<[String]>([])
+            let errors = Locked<[String]>([])
             let group = DispatchGroup()
             for worker in 0..<4 {
                 group.enter()

@@ -1,6 +1,6 @@
 import Depot
+import DepotCore
 import Foundation
-import Synchronization
 import Testing
 
 /// Runs `body` and returns the DepotError it threw, or nil.
@@ -158,7 +158,7 @@ private final class Scratch {
 @Suite struct MigrationCallbackTests {
     /// What the callbacks saw, in order.
     final class Calls: Sendable {
-        private let list = Mutex<[String]>([])
+        private let list = Locked<[String]>([])
         func add(_ call: String) { list.withLock { $0.append(call) } }
         var all: [String] { list.withLock { $0 } }
     }

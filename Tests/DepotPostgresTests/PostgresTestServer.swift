@@ -2,7 +2,6 @@ import DepotConformance
 import DepotCore
 import DepotPostgres
 import Foundation
-import Synchronization
 import Testing
 
 /// The server the PostgreSQL tests use: DEPOT_TEST_POSTGRES names it (scripts/test starts a
@@ -24,7 +23,7 @@ enum PostgresTestServer {
         return try PostgresSettings(StoreLocation(url))
     }
 
-    private static let made = Mutex<Result<PostgresSettings, DepotError>?>(nil)
+    private static let made = Locked<Result<PostgresSettings, DepotError>?>(nil)
 
     /// This process's throwaway database (created on first use; databases of earlier runs
     /// older than six hours are dropped then).

@@ -1,7 +1,6 @@
 import DepotCore
 @testable import DepotSQLite
 import Foundation
-import Synchronization
 import Testing
 
 /// Where SQLite transactions run (Docs/SQLiteDriver.md, "Where transactions run"): inline
@@ -52,7 +51,7 @@ import Testing
         _ = try await driver.read { tx in try tx.get(1, from: self.items) }
 
         // A scan longer than the budget: abandoned inline, run again on the reader's thread.
-        let calls = Mutex<[String]>([])
+        let calls = Locked<[String]>([])
         let sum = try await driver.read { tx in
             calls.withLock { $0.append(Self.threadName()) }
             var sum: Int64 = 0
@@ -77,7 +76,7 @@ import Testing
         #expect(swallowed == total)
 
         // A long write: rolled back inline, run again on the writer's thread, committed once.
-        let writes = Mutex<[String]>([])
+        let writes = Locked<[String]>([])
         try await driver.write { tx in
             writes.withLock { $0.append(Self.threadName()) }
             for n in total..<(total * 2) { try tx.insert(Record(id: .int(Int64(n)), fields: ["n": .int(Int64(n))]), into: self.items) }

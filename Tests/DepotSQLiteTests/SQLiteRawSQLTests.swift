@@ -2,7 +2,6 @@ import DepotCore
 @testable import DepotSQLite
 import Foundation
 import Logging
-import Synchronization
 import Testing
 
 /// Raw SQL (Docs/SQLiteDriver.md, "Raw SQL"): statements of the caller's with bound
@@ -236,7 +235,7 @@ import Testing
 
 /// What a logger handed to the driver received, and the level it lets through.
 final class LogCapture: Sendable {
-    private let state = Mutex<(level: Logger.Level, messages: [String])>((.debug, []))
+    private let state = Locked<(level: Logger.Level, messages: [String])>((.debug, []))
 
     var level: Logger.Level {
         get { state.withLock { $0.level } }

@@ -3,7 +3,6 @@ import DepotMemory
 import DepotServer
 import DepotWire
 import Foundation
-import Synchronization
 import Testing
 
 /// `POST /_batch` answers every entry exactly as the entry's own request would be answered
@@ -120,7 +119,7 @@ struct BatchRouteTests {
     @Test("a failed entry rolls back only itself: the rest commit in one transaction before it and one after")
     func fewTransactions() async throws {
         try await withServer { live in
-            let commits = Mutex(0)
+            let commits = Locked(0)
             let sentinel = try CollectionName("sentinel")
             let stream = live.store.changes()
             let counter = Task {

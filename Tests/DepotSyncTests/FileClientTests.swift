@@ -4,7 +4,6 @@ import DepotMemory
 import DepotServer
 @testable import DepotSync
 import Foundation
-import Synchronization
 import Testing
 
 /// A DepotServer with a files folder on loopback, a scratch folder for the client's side,
@@ -75,8 +74,8 @@ func fileBytes(_ count: Int, seed: UInt64) -> Data {
 
 /// Faults switched on and off by the test: the next GET of a file gets `nextGet`.
 final class FaultSwitch: Sendable {
-    private let next = Mutex<[ServerFault]>([])
-    private let seen = Mutex<[String]>([])
+    private let next = Locked<[ServerFault]>([])
+    private let seen = Locked<[String]>([])
     func queue(_ faults: ServerFault...) { next.withLock { $0.append(contentsOf: faults) } }
     var requests: [String] { seen.withLock { $0 } }
     var faults: ServerFaults {

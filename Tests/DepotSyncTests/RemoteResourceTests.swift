@@ -3,7 +3,6 @@ import DepotModel
 import DepotServer
 import DepotSync
 import Foundation
-import Synchronization
 import Testing
 
 /// Typed remote resources against DepotServer on loopback, and against scripted answers for
@@ -147,7 +146,7 @@ import Testing
 
     @Test("request hooks add headers and parameters; secrets never reach the error, the server's message is bounded")
     func hooksAndSecrets() async throws {
-        let seen = Mutex<[HTTPRequestSpec]>([])
+        let seen = Locked<[HTTPRequestSpec]>([])
         let transport = ScriptedTransport { request in
             seen.withLock { $0.append(request) }
             // A careless server echoing the credentials, at length.
@@ -179,7 +178,7 @@ import Testing
 
     @Test("retryable failures are retried with backoff and jitter for GET, and for POST only with an idempotency key")
     func retries() async throws {
-        let calls = Mutex<[String]>([])
+        let calls = Locked<[String]>([])
         let transport = ScriptedTransport { request in
             let n = calls.withLock { list -> Int in
                 list.append(request.method + " " + (request.headers["Idempotency-Key"] ?? "-"))
@@ -224,7 +223,7 @@ import Testing
 
     @Test("cancelling the task stops a request waiting for its answer")
     func cancellation() async throws {
-        let started = Mutex(false)
+        let started = Locked(false)
         let transport = ScriptedTransport { _ in
             started.withLock { $0 = true }
             try await Task.sleep(for: .seconds(30))

@@ -2,7 +2,6 @@ import DepotCore
 import DepotModel
 import DepotSync
 import Foundation
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -106,7 +105,7 @@ let remoteTestTimeout: TimeInterval = 120
 /// policy asks the network.
 final class CountingTransport: HTTPTransport {
     let inner = URLSessionTransport(timeout: remoteTestTimeout)
-    let sent = Mutex<[String]>([])
+    let sent = Locked<[String]>([])
     func send(_ request: HTTPRequestSpec) async throws -> HTTPAnswer {
         sent.withLock { $0.append(request.method + " " + request.url.path) }
         return try await inner.send(request)
@@ -213,7 +212,7 @@ final class LoopbackListener: @unchecked Sendable {
     // @unchecked Sendable: `fd` is set in init; close() is idempotent under `closed`.
     let fd: Int32
     let port: Int
-    private let closed = Mutex(false)
+    private let closed = Locked(false)
 
     init() throws {
         #if canImport(Glibc)
@@ -260,10 +259,10 @@ final class LoopbackListener: @unchecked Sendable {
 /// the end) as raw bytes, then closes it: a 500, a body cut short by a dropped connection,
 /// a `Content-Length` that does not match the body.
 final class RawHTTPPeer: @unchecked Sendable {
-    // @unchecked Sendable: the listener is immutable; `requests` is behind a Mutex.
+    // @unchecked Sendable: the listener is immutable; `requests` is behind a Locked.
     let listener: LoopbackListener
     let responses: [[UInt8]]
-    let requests = Mutex<[String]>([])
+    let requests = Locked<[String]>([])
     let url: URL
 
     init(responses: [String]) throws {

@@ -5,7 +5,6 @@ import DepotServer
 import DepotSync
 import DepotWire
 import Foundation
-import Synchronization
 import Testing
 
 /// Batched push (Docs/Sync.md, "Batched push"): the outbox goes in `POST /_batch` requests,
@@ -18,7 +17,7 @@ struct SyncBatchTests {
 
     /// Every request the server saw, as `METHOD /path`.
     final class RequestLog: Sendable {
-        let lines = Mutex<[String]>([])
+        let lines = Locked<[String]>([])
         func count(_ line: String) -> Int { lines.withLock { $0.filter { $0 == line }.count } }
         func count(prefix: String) -> Int { lines.withLock { $0.filter { $0.hasPrefix(prefix) }.count } }
     }
@@ -48,7 +47,7 @@ struct SyncBatchTests {
         try await withSyncServer(faults: Self.logging(log)) { _, serverDriver, url in
             let (a, store) = try await client(url, collection: notes, batchSize: 16)
             for i in 1...40 { try await LocalWrites.save(store, notes, Record(id: .string("n\(i)"), fields: ["v": .int(Int64(i))])) }
-            let localCommits = Mutex(0)
+            let localCommits = Locked(0)
             let changes = store.changes()
             let counter = Task {
                 for await batch in changes {
@@ -132,7 +131,7 @@ struct SyncBatchTests {
         let url = try #require(URL(string: "http://127.0.0.1:\(port)"))
         do {
             try await server.store.write { tx in try tx.save(Record(id: "n10", fields: ["v": "theirs"]), into: name("notes")) }
-            let commits = Mutex(0)
+            let commits = Locked(0)
             let changes = server.store.changes()
             let counter = Task {
                 for await batch in changes {
@@ -168,7 +167,7 @@ struct SyncBatchTests {
     @Test("a batch applied in half whose answer is lost: the retry applies nothing twice", arguments: [false, true])
     func halfAppliedAnswerLost(everyAttempt: Bool) async throws {
         // Tasks get server-assigned ids: a POST applied twice would be a second task.
-        let cutting = Mutex(true)
+        let cutting = Locked(true)
         let log = RequestLog()
         let faults = Self.logging(log) { method, path in
             guard method == "POST", path == "/_batch", cutting.withLock({ $0 }) else { return nil }

@@ -4,7 +4,6 @@ import DepotServer
 import DepotSync
 import DepotWire
 import Foundation
-import Synchronization
 import Testing
 
 @Suite("Sync against a real DepotServer on loopback")
@@ -116,7 +115,7 @@ struct SyncEndToEndTests {
     @Test("a POST whose answer never came is settled before the next pull: no second local copy, a later delete leaves nothing")
     func inDoubtPostSettledBeforePull() async throws {
         // The server commits every POST but loses its answer while `lose` is on.
-        let lose = Mutex(true)
+        let lose = Locked(true)
         let faults = ServerFaults { method, _ in method == "POST" && lose.withLock { $0 } ? .loseResponseAfterCommit : nil }
         try await withSyncServer(faults: faults) { _, serverDriver, url in
             let (a, aStore) = try await client(url, assignment: .server, collection: tasks)
@@ -148,7 +147,7 @@ struct SyncEndToEndTests {
         // local record. A pull then moves local records aside from server ids 2...10; the
         // first fresh local id must not be 11, or X's sync state is overwritten (its DELETE
         // would be dropped unsent) and the pulled X comes back locally.
-        let failDeletes = Mutex(true)
+        let failDeletes = Locked(true)
         let inner = URLSessionTransport(timeout: 10)
         let transport = ScriptedTransport { request in
             if request.method == "DELETE", failDeletes.withLock({ $0 }) { throw DepotError(.remote, "DELETE dropped") }
@@ -266,7 +265,7 @@ struct SyncEndToEndTests {
 
     @Test("retries with backoff on 503/429, then success; the waits come from the injected clock")
     func retries() async throws {
-        let failures = Mutex(3)
+        let failures = Locked(3)
         let faults = ServerFaults { method, _ in
             guard method == "POST" else { return nil }
             return failures.withLock { n in
@@ -346,7 +345,7 @@ struct SyncEndToEndTests {
 
     @Test("plain json-server style: envelope, field mapping, hooks, no ETags, no feed")
     func plainServer() async throws {
-        let seen = Mutex<[HTTPRequestSpec]>([])
+        let seen = Locked<[HTTPRequestSpec]>([])
         let transport = ScriptedTransport { request in
             seen.withLock { $0.append(request) }
             if request.method == "GET", request.url.path == "/api/items" {

@@ -4,7 +4,6 @@ import DepotServer
 import DepotSync
 import DepotWire
 import Foundation
-import Synchronization
 import Testing
 
 /// Two clients, one DepotServer on loopback, seeded faults on both sides of the wire, offline
@@ -18,7 +17,7 @@ struct SyncFaultTests {
     static let seedCount = Int(ProcessInfo.processInfo.environment["DEPOT_SYNC_SEEDS"] ?? "") ?? 6
     static let operations = Int(ProcessInfo.processInfo.environment["DEPOT_SYNC_OPS"] ?? "") ?? 250
     static let seeds: [UInt64] = (1...max(1, seedCount)).map { UInt64($0) }
-    static let totals = Mutex([String: Int]())
+    static let totals = Locked([String: Int]())
 
     /// One simulated app: a local store, its coordinator (replaced when "killed"), its fault
     /// layer, and what the user wrote (the truth the end state must match).
@@ -58,14 +57,14 @@ struct SyncFaultTests {
 
     @Test("two clients converge: identical data, 0 lost, 0 duplicated, outboxes empty", arguments: seeds)
     func converge(seed: UInt64) async throws {
-        let serverFaultsOn = Mutex(true)
+        let serverFaultsOn = Locked(true)
         let plan = ServerFaults.seeded(seed: seed &* 7919, rate: 0.12)
-        let serverFaultCount = Mutex(0)
+        let serverFaultCount = Locked(0)
         // Batches seen by the server, and batches it cut in half (applied the first half,
         // lost the answer): both must happen for the run to prove anything about batches.
         // Besides the seeded mix (whose draws depend on how requests interleave), every
         // eighth batch while faults are on is cut in half.
-        let batches = Mutex((sent: 0, cut: 0))
+        let batches = Locked((sent: 0, cut: 0))
         let faults = ServerFaults { method, path in
             let isBatch = method == "POST" && path == "/_batch"
             let ordinal = isBatch ? batches.withLock { b -> Int in

@@ -6,7 +6,6 @@ import DepotSQLite
 import DepotSync
 import DepotWire
 import Foundation
-import Synchronization
 import Testing
 
 /// Two sync clients as real processes (`depot-crash-helper sync`, each over its own SQLite
@@ -33,7 +32,7 @@ struct SyncKillTests {
     /// The first seed (`DEPOT_SYNC_KILL_FIRST_SEED`, default 1), to rerun one bad seed alone.
     static let firstSeed = max(1, Int(environment["DEPOT_SYNC_KILL_FIRST_SEED"] ?? "") ?? 1)
     static let seeds: [UInt64] = (firstSeed..<(firstSeed + max(1, seedCount))).map { UInt64($0) }
-    static let totals = Mutex([String: Int]())
+    static let totals = Locked([String: Int]())
 
     @Test("killed client processes converge: identical data, 0 lost, 0 duplicated, outboxes empty", arguments: seeds)
     func killedClientsConverge(seed: UInt64) async throws {
@@ -153,8 +152,8 @@ final class KillWire: Sendable {
         var injected = 0
     }
 
-    let state = Mutex(State())
-    let faultsOn = Mutex(true)
+    let state = Locked(State())
+    let faultsOn = Locked(true)
     let plan: ServerFaults
 
     init(seed: UInt64) { plan = ServerFaults.seeded(seed: seed, rate: 0.04) }

@@ -4,7 +4,6 @@ import DepotServer
 import DepotSync
 import DepotWire
 import Foundation
-import Synchronization
 
 /// Local writes as an app makes them: through the store, whose outbox recorder adds the
 /// entry for an attached collection in the same transaction.
@@ -40,7 +39,7 @@ func clientStore() async throws -> Store { try await Store(driver: MemoryDriver(
 
 /// A sleeper that records the waits and returns at once.
 final class RecordingSleeper: SyncSleeper {
-    let waits = Mutex<[Duration]>([])
+    let waits = Locked<[Duration]>([])
     func sleep(for duration: Duration) async throws {
         try Task.checkCancellation()
         waits.withLock { $0.append(duration) }
@@ -55,9 +54,9 @@ final class FaultyTransport: HTTPTransport {
     let inner: any HTTPTransport
     let random: SeededRandomSource
     let rate: Double
-    let offline = Mutex(false)
-    let enabled = Mutex(true)
-    let counts = Mutex([String: Int]())
+    let offline = Locked(false)
+    let enabled = Locked(true)
+    let counts = Locked([String: Int]())
 
     init(inner: any HTTPTransport = URLSessionTransport(timeout: 10), seed: UInt64, rate: Double) {
         self.inner = inner
