@@ -48,11 +48,22 @@ public enum CrashTrials {
         return max(1, total / max(1, configurations))
     }
 
+    /// How many times later than nominal the kills may land: the `DEPOT_TEST_KILL_DELAY_SCALE`
+    /// environment variable (a whole number ≥ 1; 1 when unset). `scripts/sanitize` sets it,
+    /// since a sanitizer build starts the helper several times slower and kills at the
+    /// nominal delays would land before the helper commits anything (Docs/Testing.md,
+    /// "Sanitizers").
+    public static let killDelayScale: Int = {
+        guard let text = ProcessInfo.processInfo.environment["DEPOT_TEST_KILL_DELAY_SCALE"], let scale = Int(text), scale >= 1, scale <= 1000 else { return 1 }
+        return scale
+    }()
+
     /// Runs `trials` kill trials against one store that grows from trial to trial.
     /// - Parameters:
     ///   - store: the store string the helper opens.
     ///   - factory: opens the same store in `directory` for verification.
-    ///   - maxDelayMilliseconds: kills land uniformly between 0 and this after launch.
+    ///   - maxDelayMilliseconds: kills land uniformly between 0 and this after launch, times
+    ///     ``killDelayScale``.
     /// - Throws: ``ConformanceFailure`` on a lost commit, a partial transaction, an integrity
     ///   problem, or a helper that failed by itself.
     public static func run(
@@ -64,7 +75,7 @@ public enum CrashTrials {
         var random = SplitMix64(seed: seed)
         var lastVerified: Int64 = 0
         for trial in 0..<trials {
-            let delay = Int(random.next() % UInt64(max(1, maxDelayMilliseconds) * 1000))
+            let delay = Int(random.next() % UInt64(max(1, maxDelayMilliseconds) * killDelayScale * 1000))
             let output = try await runAndKill(helper: helper, store: store, seed: random.next(), delayMicroseconds: delay, trial: trial)
             let acked = output.acknowledged
             let driver = try await factory.open(directory)
