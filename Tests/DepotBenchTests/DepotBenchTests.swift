@@ -126,7 +126,7 @@ import Testing
         #expect(report.result("memory @Model", .modelPointReads)?.operations == 300)
         #expect(report.result("memory", .ycsbA)?.p99Nanoseconds != nil)
         #expect(report.result("memory", .bulkInsert)?.records == 500)
-        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/report.json"))) as? [String: Any]
+        let json = try JSONSerialization.jsonObject(with: (FileHandle(forReadingFrom: URL(fileURLWithPath: dir + "/report.json")).readToEnd() ?? Data())) as? [String: Any]
         #expect((json?["results"] as? [Any])?.count == Workload.runOrder.count - modelWorkloads.count + 3 * modelWorkloads.count)
         let svg = try String(contentsOfFile: dir + "/chart.svg", encoding: .utf8)
         #expect(svg.hasPrefix("<svg") && svg.hasSuffix("</svg>\n"))

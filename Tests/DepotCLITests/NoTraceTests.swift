@@ -24,7 +24,7 @@ func treeSnapshot(_ root: URL, strict: Bool) throws -> [String: String] {
             out[relative] = strict ? "dir \(mtime)" : "dir"
         } else {
             let size = (attributes[.size] as? NSNumber)?.int64Value ?? -1
-            let contents = strict ? " \(fnv1a(try Data(contentsOf: root.appendingPathComponent(relative))))" : ""
+            let contents = strict ? " \(fnv1a(try FileHandle(forReadingFrom: root.appendingPathComponent(relative)).readToEnd() ?? Data()))" : ""
             out[relative] = "file \(size) \(mtime)\(contents)"
         }
     }

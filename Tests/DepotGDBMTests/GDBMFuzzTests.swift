@@ -16,8 +16,8 @@ import Testing
             for i in 1...300 { try tx.insert(Record(id: .int(Int64(i)), fields: ["name": .string("user \(i)"), "n": .int(Int64(i))]), into: users) }
         }
         try await driver.close()
-        let pristine = try Data(contentsOf: URL(fileURLWithPath: dir.path + "/store/data/users.records.gdbm"))
-        let backup = try Data(contentsOf: URL(fileURLWithPath: dir.path + "/store/backup/users.records.gdbm"))
+        let pristine = try (FileHandle(forReadingFrom: URL(fileURLWithPath: dir.path + "/store/data/users.records.gdbm")).readToEnd() ?? Data())
+        let backup = try (FileHandle(forReadingFrom: URL(fileURLWithPath: dir.path + "/store/backup/users.records.gdbm")).readToEnd() ?? Data())
         var rng = SplitMix64(seed: 99)
         var outcomes: [String: Int] = [:]
         for round in 0..<40 {

@@ -12,11 +12,12 @@ final class TestDirectory: Sendable {
     var store: String { path + "/db.json" }
 
     func contents(_ name: String = "db.json") -> String? {
-        (try? Data(contentsOf: URL(fileURLWithPath: path + "/" + name))).map { String(decoding: $0, as: UTF8.self) }
+        bytes(name).map { String(decoding: $0, as: UTF8.self) }
     }
 
     func bytes(_ name: String = "db.json") -> Data? {
-        try? Data(contentsOf: URL(fileURLWithPath: path + "/" + name))
+        // Not Data(contentsOf:), which leaks 4 KB per empty file (Docs/Testing.md, "Sanitizers").
+        try? FileHandle(forReadingFrom: URL(fileURLWithPath: path + "/" + name)).readToEnd() ?? Data()
     }
 
     func write(_ text: String, to name: String = "db.json") throws {

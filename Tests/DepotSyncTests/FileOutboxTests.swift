@@ -40,7 +40,7 @@ struct FileOutboxTests {
             #expect(online.pushed == 2)
             let order = faults.requests.filter { $0.hasPrefix("PUT /_files") || $0.hasPrefix("POST /posts") }
             #expect(order == ["PUT /_files/photo.jpg", "PUT /_files/photo.jpg", "PUT /_files/photo.jpg", "POST /posts"])
-            let served = try Data(contentsOf: URL(fileURLWithPath: peer.serverFolder + "/photo.jpg"))
+            let served = try (FileHandle(forReadingFrom: URL(fileURLWithPath: peer.serverFolder + "/photo.jpg")).readToEnd() ?? Data())
             #expect(served == content)
             let record = try #require(try await peer.server.store.read { tx in try tx.query(Query(), in: posts) }.first)
             #expect(FileReference.name(in: record.fields["photo"] ?? .null) == "photo.jpg")

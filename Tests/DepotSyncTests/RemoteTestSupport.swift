@@ -171,7 +171,7 @@ final class JSONServerProcess: @unchecked Sendable {
 
     /// The server's `db.json` as it is on disk now.
     func database() throws -> FieldValue {
-        try JSONText.parse([UInt8](try Data(contentsOf: dbFile)))
+        try JSONText.parse([UInt8](try (FileHandle(forReadingFrom: dbFile).readToEnd() ?? Data())))
     }
 
     /// Kills the server and waits for it, without blocking a thread of the cooperative pool.
