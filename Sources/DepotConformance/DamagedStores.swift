@@ -473,9 +473,13 @@ public enum DamageRunner {
         open: @escaping (_ root: String) async throws -> (any StorageDriver)?
     ) async -> DamageReport {
         var report = DamageReport(driver: generator.driver)
-        let watchdog = DamageWatchdog(limit: settings.caseSeconds)
+        // A case past its limit is a hang: name it and end the process.
+        let watchdog = HangWatchdog(limit: settings.caseSeconds, pollInterval: 0.2) { limit in
+            DamageCrashNote.writeNote("a case has run for over \(limit) s (a hang): ")
+            _exit(70)
+        }
         defer { watchdog.stop() }
-        let started = DamageWatchdog.now()
+        let started = HangWatchdog.now()
         for index in settings.first..<settings.first + settings.cases {
             let damage = generator.makeCase(index)
             guard let base = generator.bases.first(where: { $0.name == damage.base }) else { continue }
@@ -487,11 +491,11 @@ public enum DamageRunner {
                 continue
             }
             DamageCrashNote.set("\(damage)")
-            let caseStart = DamageWatchdog.now()
+            let caseStart = HangWatchdog.now()
             watchdog.begin(at: caseStart)
             let session = await DamageSession.run { try await open(workDirectory) }
             watchdog.end()
-            let caseSeconds = Double(DamageWatchdog.now() - caseStart) / 1e9
+            let caseSeconds = Double(HangWatchdog.now() - caseStart) / 1e9
             if caseSeconds > report.slowest.seconds { report.slowest = (caseSeconds, index) }
             report.cases += 1
             report.outcomes[damage.kind.name, default: [:]][session.outcome, default: 0] += 1
@@ -545,7 +549,7 @@ public enum DamageRunner {
             if allowed { report.allowedChanges += 1 }
         }
         DamageCrashNote.set("")
-        report.seconds = Double(DamageWatchdog.now() - started) / 1e9
+        report.seconds = Double(HangWatchdog.now() - started) / 1e9
         report.peakRSSKiB = peakRSSKiB()
         return report
     }
@@ -600,43 +604,6 @@ public enum DamageCrashNote {
     static func writeNote(_ prefix: String) {
         FileHandle.standardError.write(Data(prefix.utf8))
         _ = write(2, buffer, length.load(ordering: .sequentiallyConsistent))
-    }
-}
-
-/// A thread that ends the process, naming the case, when one case runs past its limit in
-/// wall time (a hang cannot be interrupted from inside).
-final class DamageWatchdog: Sendable {
-    private let limitNanos: UInt64
-    private let started = Atomic<UInt64>(0)
-    private let stopped = Atomic<Bool>(false)
-
-    init(limit: Double) {
-        limitNanos = UInt64(max(limit, 0.001) * 1e9)
-        Thread.detachNewThread { [self] in watch() }
-    }
-
-    /// Monotonic nanoseconds.
-    static func now() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-    }
-
-    /// A case began at `time` (monotonic nanoseconds); the crash note already names it.
-    func begin(at time: UInt64) { started.store(time, ordering: .releasing) }
-    /// The case ended in time.
-    func end() { started.store(0, ordering: .releasing) }
-    /// Ends the watching thread.
-    func stop() { stopped.store(true, ordering: .releasing) }
-
-    private func watch() {
-        while !stopped.load(ordering: .acquiring) {
-            usleep(200_000)
-            let began = started.load(ordering: .acquiring)
-            guard began != 0, DamageWatchdog.now() &- began > limitNanos else { continue }
-            DamageCrashNote.writeNote("a case has run for over \(Double(limitNanos) / 1e9) s (a hang): ")
-            _exit(70)
-        }
     }
 }
 

@@ -1,6 +1,5 @@
 import DepotCore
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -8,22 +7,27 @@ import Synchronization
     import Darwin
 #endif
 
-/// Watches the input being run from another thread; one that runs past `limit` seconds is
-/// saved and reported, and the process exits with status 70 (it cannot be interrupted).
+/// Watches the input being run from another thread (a ``HangWatchdog``); one that runs past
+/// `limit` seconds is saved and reported, and the process exits with status 70 (it cannot be
+/// interrupted).
 final class FuzzWatchdog: Sendable {
-    private let target: String
-    private let limitNanos: UInt64
-    private let directory: String?
-    /// When the current input started (monotonic nanoseconds), 0 between inputs.
-    private let started = Atomic<UInt64>(0)
-    private let stopped = Atomic<Bool>(false)
-    private let current = Locked<[UInt8]>([])
+    /// The input being run, for the report; its own object so that the hang handler can hold it.
+    private final class Current: Sendable {
+        let input = Locked<[UInt8]>([])
+    }
+
+    private let current: Current
+    private let watchdog: HangWatchdog
 
     init(target: String, limit: Double, directory: String?) {
-        self.target = target
-        self.limitNanos = UInt64(max(limit, 0.001) * 1e9)
-        self.directory = directory
-        Thread.detachNewThread { [self] in watch() }
+        let current = Current()
+        self.current = current
+        watchdog = HangWatchdog(limit: limit, pollInterval: 0.05) { limit in
+            let input = current.input.withLock { $0 }
+            let path = FuzzFiles.save(input, kind: "timeout", target: target, directory: directory)
+            FileHandle.standardError.write(Data("depot-fuzz: \(target): an input has run for over \(limit) s (a hang); saved to \(path)\n".utf8))
+            _exit(70)
+        }
     }
 
     /// Processor time of the calling thread, in nanoseconds: what the time budget counts, so
@@ -35,30 +39,14 @@ final class FuzzWatchdog: Sendable {
     }
 
     /// Monotonic nanoseconds.
-    static func now() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-    }
+    static func now() -> UInt64 { HangWatchdog.now() }
 
     func begin(_ input: [UInt8], at time: UInt64) {
-        current.withLock { $0 = input }
-        started.store(time, ordering: .releasing)
+        current.input.withLock { $0 = input }
+        watchdog.begin(at: time)
     }
 
-    func end() { started.store(0, ordering: .releasing) }
+    func end() { watchdog.end() }
 
-    func stop() { stopped.store(true, ordering: .releasing) }
-
-    private func watch() {
-        while !stopped.load(ordering: .acquiring) {
-            usleep(50_000)
-            let began = started.load(ordering: .acquiring)
-            guard began != 0, FuzzWatchdog.now() &- began > limitNanos else { continue }
-            let input = current.withLock { $0 }
-            let path = FuzzFiles.save(input, kind: "timeout", target: target, directory: directory)
-            FileHandle.standardError.write(Data("depot-fuzz: \(target): an input has run for over \(Double(limitNanos) / 1e9) s (a hang); saved to \(path)\n".utf8))
-            _exit(70)
-        }
-    }
+    func stop() { watchdog.stop() }
 }
