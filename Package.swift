@@ -58,10 +58,12 @@ let package = Package(
         .target(name: "DepotConformance", dependencies: ["DepotCore", "DepotMemory"], swiftSettings: settings),
         // The umbrella: re-exports the core and registers the built-in drivers.
         .target(name: "Depot", dependencies: ["DepotCore", "DepotMemory", "DepotSQLite", "DepotJSONFile", "DepotGDBM", "DepotSync"], swiftSettings: settings),
+        // The parsers of what `depot` reads from users, a library so depot-fuzz runs them (Docs/Fuzzing.md).
+        .target(name: "DepotCLIParsers", dependencies: ["DepotCore"], swiftSettings: settings),
         .executableTarget(
             name: "DepotCLI",
             dependencies: [
-                "Depot", "DepotServer", "DepotBench",
+                "Depot", "DepotCLIParsers", "DepotServer", "DepotBench",
                 .target(name: "DepotPostgres", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["PostgreSQL"])),
@@ -128,9 +130,9 @@ let package = Package(
         ),
         // Commits transactions until killed; the crash tests of every driver run it.
         .executableTarget(name: "DepotCrashHelper", dependencies: ["Depot", "DepotPostgres"], swiftSettings: settings),
-        // The fuzz harness (Docs/Fuzzing.md): the engine and the targets of every module but
-        // the CLI's (an executable: its targets run in DepotCLITests), and the tool that runs them.
-        .target(name: "DepotFuzz", dependencies: ["DepotCore", "DepotGDBM", "DepotJSONFile", "DepotServer"], swiftSettings: settings),
+        // The fuzz harness (Docs/Fuzzing.md): the engine and the targets of every module that
+        // reads outside bytes, the CLI's parsers included, and the tool that runs them.
+        .target(name: "DepotFuzz", dependencies: ["DepotCore", "DepotCLIParsers", "DepotGDBM", "DepotJSONFile", "DepotServer"], swiftSettings: settings),
         .executableTarget(name: "DepotFuzzTool", dependencies: ["DepotFuzz"], swiftSettings: settings),
         .testTarget(name: "DepotFuzzTests", dependencies: ["DepotFuzz", "DepotCore"], swiftSettings: settings),
         // A small app on Depot (Examples/README.md), built with the package and run by ExampleAppTests.
@@ -138,8 +140,8 @@ let package = Package(
         // End-to-end tests of `depot` (they run the built executable).
         // CSQLite: NoTraceTests makes SQLite databases of "another program" (no Depot tables).
         // DepotPostgres and DepotServer: DocsServiceExamples compiles Docs/PostgresDriver.md's and Docs/Server.md's examples.
-        // DepotFuzz: the CLI's fuzz targets (CLIFuzzTargets.swift, Docs/Fuzzing.md).
-        .testTarget(name: "DepotCLITests", dependencies: ["Depot", "DepotCLI", "DepotConformance", "CSQLite", "DepotPostgres", "DepotServer", "DepotFuzz"], swiftSettings: settings),
+        // DepotCLIParsers: unit tests of the --where, --sort and CSV parsers.
+        .testTarget(name: "DepotCLITests", dependencies: ["Depot", "DepotCLI", "DepotCLIParsers", "DepotConformance", "CSQLite", "DepotPostgres", "DepotServer"], swiftSettings: settings),
         // The engine of `depot bench` (workloads, raw baselines, report, chart).
         .target(name: "DepotBench", dependencies: ["Depot", "DepotCore", "DepotConformance", "CSQLite", "CGDBM"], swiftSettings: settings),
         .testTarget(name: "DepotBenchTests", dependencies: ["DepotBench", "Depot"], swiftSettings: settings),

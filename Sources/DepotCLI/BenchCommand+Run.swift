@@ -1,6 +1,7 @@
 import ArgumentParser
 import Depot
 import DepotBench
+import DepotCLIParsers
 #if PostgreSQL
 import DepotPostgres
 #endif

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Depot
 import DepotBench
+import DepotCLIParsers
 import Foundation
 
 /// `depot bench`: YCSB A–F and bulk workloads against every driver and the raw engines.

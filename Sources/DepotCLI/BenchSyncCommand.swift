@@ -1,5 +1,6 @@
 import ArgumentParser
 import Depot
+import DepotCLIParsers
 import DepotCore
 import DepotServer
 import Foundation

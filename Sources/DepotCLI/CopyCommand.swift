@@ -1,5 +1,6 @@
 import ArgumentParser
 import Depot
+import DepotCLIParsers
 import Foundation
 
 /// `depot copy SRC DST [--collection NAME]...`: any backend to any other, verified.

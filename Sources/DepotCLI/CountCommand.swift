@@ -1,5 +1,6 @@
 import ArgumentParser
 import Depot
+import DepotCLIParsers
 
 /// `depot count [STORE] COLLECTION [--where ...]`: prints a number.
 struct CountCommand: DepotSubcommand {

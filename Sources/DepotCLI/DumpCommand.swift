@@ -1,5 +1,6 @@
 import ArgumentParser
 import Depot
+import DepotCLIParsers
 import Foundation
 
 /// `depot dump [STORE] [COLLECTION]`: JSON Lines out, ordered by id, streamed.

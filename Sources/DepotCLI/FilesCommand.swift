@@ -1,5 +1,6 @@
 import ArgumentParser
 import Depot
+import DepotCLIParsers
 import Foundation
 
 /// `depot files put|get|ls|rm`: moves files to and from a server's `/_files` routes

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Depot
+import DepotCLIParsers
 import Foundation
 
 /// `depot info [STORE] [--json]`: what a store is and holds.

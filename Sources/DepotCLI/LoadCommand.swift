@@ -1,5 +1,6 @@
 import ArgumentParser
 import Depot
+import DepotCLIParsers
 import Foundation
 
 /// `depot load [STORE] COLLECTION [FILE]`: JSON Lines in, upserting, in atomic batches.
@@ -57,8 +58,8 @@ struct LoadCommand: DepotSubcommand {
         let storeString = stores[0]
         let collection = try StoreArguments.collectionName(rest[0])
         guard batch >= 0 else { throw CLIFailure.usage("--batch must be 0 or more", "use --batch 1000, or --batch 0 for one transaction") }
-        let constraints = try unique.map { UniqueConstraint(try Self.fields($0, option: "--unique")) }
-        let indexes = try index.map { IndexDefinition(try Self.fields($0, option: "--index")) }
+        let constraints = try unique.map { UniqueConstraint(try FieldListOption.fields($0, option: "--unique")) }
+        let indexes = try index.map { IndexDefinition(try FieldListOption.fields($0, option: "--index")) }
         try CollectionSchema(name: collection, idKind: .string, uniqueConstraints: constraints, indexes: indexes).validateForCLI()
         guard format == "jsonl" || format == "csv" else {
             throw CLIFailure.usage("--format \(WhereParser.quoted(format)) is not a format 'depot load' reads", "use --format jsonl or --format csv")
@@ -172,48 +173,6 @@ struct LoadCommand: DepotSubcommand {
             }
         }
         return "line \(error.line): \(error.error.message)"
-    }
-
-    /// Splits `F[,F]` into validated field names.
-    static func fields(_ text: String, option: String) throws -> [String] {
-        let fields = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
-        for field in fields where !FieldName.isValid(field) {
-            throw CLIFailure.usage("\(option) \(WhereParser.quoted(text)): \(WhereParser.quoted(field)) is not a valid field name", "write \(option) FIELD or \(option) FIELD1,FIELD2")
-        }
-        return fields
-    }
-}
-
-/// A line of input that is not a record.
-struct LoadLineError: Error {
-    let line: Int
-    let error: DepotError
-    /// `true` when the line has no id and the collection's ids are not assigned by the store.
-    var needsID = false
-}
-
-/// One line of `depot load` input: a record with its id, or fields for the store to give an
-/// id (Docs/CLI.md, `depot load`).
-enum LoadItem {
-    case record(Record)
-    case fields([String: FieldValue])
-
-    /// Reads an object with an "id" as a record, one without as fields.
-    /// - Throws: `.decoding` when `json` is not an object, or its "id" is not an integer or a string.
-    init(json: FieldValue) throws {
-        if case .object(let members) = json, members["id"] == nil {
-            self = .fields(members)
-        } else {
-            self = .record(try Record(jsonObject: json))
-        }
-    }
-
-    /// The id kind a new collection gets from this item: assigned ids are integers.
-    var idKind: IDKind {
-        switch self {
-        case .record(let record): record.id.kind
-        case .fields: .int
-        }
     }
 }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Depot
+import DepotCLIParsers
 import Foundation
 
 /// `depot query [STORE] COLLECTION [--where ...]... [--sort ...]... [--limit N] [--offset N] [--explain]`.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Depot
+import DepotCLIParsers
 import Foundation
 
 /// `depot sql [STORE] "STATEMENT" [PARAM]... [--explain]`: one raw SQL statement on a store

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Depot
+import DepotCLIParsers
 import DepotServer
 
 /// `depot serve [STORE] --host H --port P`: serves a store over HTTP with DepotServer.

@@ -1,4 +1,5 @@
 import Depot
+import DepotCLIParsers
 import Foundation
 
 /// Finds the STORE arguments among a subcommand's positional arguments and opens stores.

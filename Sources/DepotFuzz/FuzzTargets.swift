@@ -7,10 +7,11 @@ extension Array where Element == UInt8 {
 }
 
 extension FuzzTarget {
-    /// Every target of this module (the CLI's are in DepotCLITests, beside the CLI's code).
+    /// Every target of this module.
     public static let all: [FuzzTarget] = [
         jsonText, storeLocation, gdbmRecord, gdbmJournal, gdbmCatalog, jsonFileDocument,
         serverQuery, serverBody, serverRange, serverFileName,
+        cliWhere, cliJSONLines, cliCSV, cliOptions,
     ]
 
     /// The target named `name`, or `nil`.

@@ -2,7 +2,7 @@ import DepotFuzz
 import Foundation
 
 // depot-fuzz: runs the fuzz targets of DepotFuzz (Docs/Fuzzing.md). scripts/fuzz builds and
-// runs it; the CLI's targets run in DepotCLITests.
+// runs it.
 
 /// Prints one line and flushes it, so a long run's progress shows as it goes even when the
 /// output is a file.

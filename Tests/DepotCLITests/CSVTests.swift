@@ -1,4 +1,5 @@
 import Depot
+import DepotCLIParsers
 import Foundation
 import Testing
 

@@ -1,33 +1,26 @@
-import Depot
-import DepotFuzz
-import Foundation
-import Testing
+import DepotCLIParsers
+import DepotCore
 
-@testable import DepotCLI
-
-/// The CLI's fuzz targets (Docs/Fuzzing.md). They live here, not in DepotFuzz, because the
-/// CLI is an executable module that only a test target can import; scripts/fuzz runs them
-/// through this suite with `DEPOT_FUZZ_EXECUTIONS`.
-enum CLIFuzzTargets {
-    static let all = [whereOption, jsonLines, csv, options]
+extension FuzzTarget {
+    // MARK: DepotCLIParsers (the `depot` command's parsers, Docs/Fuzzing.md)
 
     /// `--where`: a filter or a usage failure; the filter's value is storable.
-    static let whereOption = FuzzTarget(
-        name: "cli-where", summary: "WhereParser.parse (DepotCLI): the --where option",
+    public static let cliWhere = FuzzTarget(
+        name: "cli-where", summary: "WhereParser.parse (DepotCLIParsers): the --where option",
         seeds: ["year >= 1950", #"name = "Ada""#, "tags in [1, 2]", "x is-null", #"title prefix "Du""#, "age>=18", "a not-in []"].map { Array(utf8: $0) },
-        dictionary: (WhereParser.operators + [" ", "id", "==", "\"", "[", "]", "true", "null", "1.5"]).map { Array(utf8: $0) } + FuzzTarget.jsonTokens,
+        dictionary: (WhereParser.operators + [" ", "id", "==", "\"", "[", "]", "true", "null", "1.5"]).map { Array(utf8: $0) } + jsonTokens,
         nesting: ([0x5B], [0x5D])
     ) { bytes throws(FuzzViolation) in
         let text = String(decoding: bytes, as: UTF8.self)
         return try FuzzContract.expecting(CLIFailure.self) { try WhereParser.parse(text) } != nil
     }
 
-    /// `depot load` JSON Lines through ``LineReader``: each line a load item or a
+    /// `depot load` JSON Lines through `LineReader`: each line a load item or a
     /// `.decoding` error; accepted items' fields are storable.
-    static let jsonLines = FuzzTarget(
-        name: "cli-jsonl", summary: "LineReader + JSONText.parse + LoadItem(json:) (DepotCLI): depot load's JSON Lines",
+    public static let cliJSONLines = FuzzTarget(
+        name: "cli-jsonl", summary: "LineReader + JSONText.parse + LoadItem(json:) (DepotCLIParsers): depot load's JSON Lines",
         seeds: ["{\"id\":1,\"name\":\"Ada\"}\n{\"name\":\"Grace\"}\r\n", "{\"id\":\"k\",\"b\":{\"$bytes\":\"AA==\"}}", "\n\n{}\n"].map { Array(utf8: $0) },
-        dictionary: FuzzTarget.jsonTokens + [[0x0A], [0x0D, 0x0A]], nesting: ([0x7B, 0x22, 0x61, 0x22, 0x3A], [0x7D])
+        dictionary: jsonTokens + [[0x0A], [0x0D, 0x0A]], nesting: ([0x7B, 0x22, 0x61, 0x22, 0x3A], [0x7D])
     ) { bytes throws(FuzzViolation) in
         let reader = LineReader(bytes: bytes)
         var accepted = false
@@ -48,10 +41,10 @@ enum CLIFuzzTargets {
         }
     }
 
-    /// `depot load --format csv`: rows as load items or a ``LoadLineError``, with and without
+    /// `depot load --format csv`: rows as load items or a `LoadLineError`, with and without
     /// `--types`; an accepted row has as many fields as the header.
-    static let csv = FuzzTarget(
-        name: "cli-csv", summary: "CSVRecordReader, CSV.fields, CSV.value (DepotCLI): depot load --format csv",
+    public static let cliCSV = FuzzTarget(
+        name: "cli-csv", summary: "CSVRecordReader, CSV.fields, CSV.value (DepotCLIParsers): depot load --format csv",
         seeds: ["id,a,b,c\n1,2,1.5,true\n2,\"x,\"\"y\"\"\",,false\n", "a,b\n\"multi\nline\",3\n", "\u{FEFF}id,name\nk,Ada\r\n"].map { Array(utf8: $0) },
         dictionary: [",", "\"", "\"\"", "\n", "\r\n", "id", "a", "b", "c", "true", "false", "1.5", "-0", "1e5"].map { Array(utf8: $0) }
     ) { bytes throws(FuzzViolation) in
@@ -77,39 +70,15 @@ enum CLIFuzzTargets {
     }
 
     /// The small option parsers: `--sort`, `--types`, `--unique`/`--index` field lists.
-    static let options = FuzzTarget(
-        name: "cli-options", summary: "WhereParser.sortKey, CSV.types, LoadCommand.fields (DepotCLI): --sort, --types, --unique",
+    public static let cliOptions = FuzzTarget(
+        name: "cli-options", summary: "WhereParser.sortKey, CSV.types, FieldListOption.fields (DepotCLIParsers): --sort, --types, --unique",
         seeds: ["year:desc", "a:int,b:string", "a,b", "id"].map { Array(utf8: $0) },
         dictionary: [":", ",", "asc", "desc", "int", "double", "bool", "string", " "].map { Array(utf8: $0) }
     ) { bytes throws(FuzzViolation) in
         let text = String(decoding: bytes, as: UTF8.self)
         let sort = try FuzzContract.expecting(CLIFailure.self) { try WhereParser.sortKey(text) }
         let types = try FuzzContract.expecting(CLIFailure.self) { try CSV.types(text) }
-        let fields = try FuzzContract.expecting(CLIFailure.self) { try LoadCommand.fields(text, option: "--unique") }
+        let fields = try FuzzContract.expecting(CLIFailure.self) { try FieldListOption.fields(text, option: "--unique") }
         return sort != nil || types != nil || fields != nil
-    }
-}
-
-/// The short run of the CLI's targets (the long one: scripts/fuzz --long).
-@Suite("CLI fuzz targets")
-struct CLIFuzzTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fuzz").path
-
-    @Test("short run keeps the contract", arguments: CLIFuzzTargets.all.map(\.name))
-    func shortRun(_ name: String) throws {
-        // scripts/fuzz names the targets to run; the others pass at once.
-        if let only = ProcessInfo.processInfo.environment["DEPOT_FUZZ_TARGETS"], !only.isEmpty, !only.split(separator: ",").contains(Substring(name)) { return }
-        let base = try #require(CLIFuzzTargets.all.first { $0.name == name })
-        let (report, failures) = FuzzFiles.shortRun(base, root: Self.root)
-        for failure in failures { Issue.record(Comment(rawValue: failure)) }
-        #expect(report.accepted > 0)
-    }
-
-    @Test("saved regression inputs keep the contract", arguments: CLIFuzzTargets.all.map(\.name))
-    func regressions(_ name: String) throws {
-        let target = try #require(CLIFuzzTargets.all.first { $0.name == name })
-        for (file, input) in FuzzFiles.inputs(in: Self.root + "/regressions/" + name) {
-            #expect(FuzzRunner.replay(input, on: target) == nil, "regressions/\(name)/\(file)")
-        }
     }
 }

@@ -1,4 +1,4 @@
-import Depot
+import DepotCore
 
 /// Parses the `--where 'FIELD OP VALUE'` and `--sort FIELD[:desc]` options of `depot query`
 /// and `depot count` into a ``Filter`` and ``SortKey``s.
@@ -8,13 +8,13 @@ import Depot
 /// read with ``JSONText`` (`"text"`, `42`, `1.5`, `true`, `null`, `[1,2]`); `in` and `not-in`
 /// take an array, `prefix` and `contains` a string, `is-null` and `is-not-null` nothing.
 /// Spaces around a symbolic OP are optional (`age>=18`).
-enum WhereParser {
+package enum WhereParser {
     /// The operators, in the order they are listed in messages.
-    static let operators = ["=", "!=", "<", "<=", ">", ">=", "in", "not-in", "prefix", "contains", "is-null", "is-not-null"]
+    package static let operators = ["=", "!=", "<", "<=", ">", ">=", "in", "not-in", "prefix", "contains", "is-null", "is-not-null"]
 
     /// Parses one `--where` text.
     /// - Throws: a usage ``CLIFailure`` saying what is wrong and how to write it.
-    static func parse(_ text: String) throws -> Filter {
+    package static func parse(_ text: String) throws -> Filter {
         let bytes = Array(text.utf8)
         var index = 0
         func skipSpace() { while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x09 { index += 1 } }
@@ -85,13 +85,13 @@ enum WhereParser {
     }
 
     /// Parses every `--where` and joins them with AND (`.all` when there are none).
-    static func filter(_ texts: [String]) throws -> Filter {
+    package static func filter(_ texts: [String]) throws -> Filter {
         try texts.reduce(Filter.all) { $0 && (try parse($1)) }
     }
 
     /// Parses one `--sort FIELD[:asc|:desc]`.
     /// - Throws: a usage ``CLIFailure``.
-    static func sortKey(_ text: String) throws -> SortKey {
+    package static func sortKey(_ text: String) throws -> SortKey {
         let parts = text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         let field = parts[0]
         guard field == "id" || FieldName.isValid(field) else {
@@ -106,7 +106,7 @@ enum WhereParser {
     }
 
     /// Quotes user text for a message: at most 60 characters, control characters escaped.
-    static func quoted(_ text: String) -> String {
+    package static func quoted(_ text: String) -> String {
         var out = ""
         for scalar in text.unicodeScalars.prefix(60) {
             if scalar.value < 0x20 || scalar.value == 0x7F { out += "\\u{\(String(scalar.value, radix: 16))}" } else { out.unicodeScalars.append(scalar) }

@@ -8,26 +8,26 @@ import Foundation
 
 /// Reads a file or standard input line by line in 64 KiB chunks, so input of any size
 /// streams through a small buffer. A trailing `\r` is removed from each line.
-final class LineReader {
+package final class LineReader {
     private let fd: Int32
     private let ownsDescriptor: Bool
     private var buffer: [UInt8] = []
     private var start = 0
     private var atEnd = false
     /// The number of the line last returned (1-based).
-    private(set) var lineNumber = 0
+    package private(set) var lineNumber = 0
     /// Bytes read so far (for progress).
-    private(set) var bytesRead = 0
+    package private(set) var bytesRead = 0
 
     /// Reads standard input.
-    init() {
+    package init() {
         fd = 0
         ownsDescriptor = false
     }
 
     /// Reads `bytes` already in memory, as if they were a file (the fuzz targets,
     /// Docs/Fuzzing.md).
-    init(bytes: [UInt8]) {
+    package init(bytes: [UInt8]) {
         fd = -1
         ownsDescriptor = false
         buffer = bytes
@@ -37,7 +37,7 @@ final class LineReader {
 
     /// Opens `path` for reading.
     /// - Throws: a ``CLIFailure`` when the file cannot be opened.
-    init(path: String) throws {
+    package init(path: String) throws {
         let opened = open(path, O_RDONLY)
         guard opened >= 0 else {
             let reason = String(cString: strerror(errno))
@@ -50,7 +50,7 @@ final class LineReader {
     deinit { if ownsDescriptor { close(fd) } }
 
     /// The size of the input when it is a regular file, for progress.
-    var fileSize: Int? {
+    package var fileSize: Int? {
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         return Int(info.st_size)
@@ -58,7 +58,7 @@ final class LineReader {
 
     /// The next line without its line ending, or `nil` at the end of the input.
     /// - Throws: a ``CLIFailure`` when reading fails.
-    func next() throws -> ArraySlice<UInt8>? {
+    package func next() throws -> ArraySlice<UInt8>? {
         while true {
             if let newline = buffer[start...].firstIndex(of: 0x0A) {
                 var line = buffer[start..<newline]

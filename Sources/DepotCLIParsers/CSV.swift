@@ -1,12 +1,12 @@
-import Depot
+import DepotCore
 import Foundation
 
 /// CSV for `depot load --format csv` and `depot dump --format csv` (Docs/CLI.md, "CSV"):
 /// RFC 4180 quoting (fields in double quotes may hold commas, line breaks and doubled quotes),
 /// UTF-8, a header row of field names.
-enum CSV {
+package enum CSV {
     /// The column types `--types` can name.
-    enum ColumnType: String, CaseIterable {
+    package enum ColumnType: String, CaseIterable, Sendable {
         case int, double, bool, string
     }
 
@@ -14,7 +14,7 @@ enum CSV {
     /// end of `bytes` (the record continues on the next line).
     /// - Throws: a message for a quote inside an unquoted field, text after a closing quote,
     ///   or bytes that are not UTF-8.
-    static func fields(_ bytes: [UInt8]) throws -> [String]? {
+    package static func fields(_ bytes: [UInt8]) throws -> [String]? {
         var splitter = CSVRecordSplitter()
         try splitter.feed(bytes)
         return splitter.isOpen ? nil : try splitter.finish()
@@ -25,7 +25,7 @@ enum CSV {
     /// writes that Int64 an int; a finite number whose text is exactly how Depot writes that
     /// Double a double; anything else the string itself. With a `type`, the text must be one.
     /// - Throws: a message when the text is not of `type`.
-    static func value(_ text: String, type: ColumnType?) throws -> FieldValue? {
+    package static func value(_ text: String, type: ColumnType?) throws -> FieldValue? {
         switch type {
         case nil:
             if text.isEmpty { return nil }
@@ -53,7 +53,7 @@ enum CSV {
 
     /// Parses `--types col:int,col2:string`.
     /// - Throws: a usage ``CLIFailure``.
-    static func types(_ text: String?) throws -> [String: ColumnType] {
+    package static func types(_ text: String?) throws -> [String: ColumnType] {
         guard let text else { return [:] }
         var types: [String: ColumnType] = [:]
         for pair in text.split(separator: ",") {
@@ -71,7 +71,7 @@ enum CSV {
     /// The text of one field for `dump --format csv`: missing and null empty, strings as
     /// they are, numbers and bools as Depot writes them, anything else (arrays, objects,
     /// bytes, infinite doubles) as its JSON text; quoted when needed.
-    static func text(_ value: FieldValue?) -> String {
+    package static func text(_ value: FieldValue?) -> String {
         let plain: String
         switch value {
         case nil, .null?: plain = ""
@@ -86,7 +86,7 @@ enum CSV {
 
     /// `text` in double quotes (its quotes doubled) when it holds a comma, quote or line
     /// break, or begins or ends with a space; otherwise as it is.
-    static func quotedIfNeeded(_ text: String) -> String {
+    package static func quotedIfNeeded(_ text: String) -> String {
         let needs = text.contains { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" }
             || text.first == " " || text.last == " "
         return needs ? "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : text
@@ -97,21 +97,25 @@ enum CSV {
 /// lines is read in one pass. (Splitting the whole record again for each line was quadratic:
 /// an input with an unclosed quote took seconds for a few thousand lines, and a large file
 /// would never finish. Found by the cli-csv fuzz target, Docs/Fuzzing.md.)
-struct CSVRecordSplitter {
-    private(set) var fields: [String] = []
+package struct CSVRecordSplitter {
+    /// The fields finished so far.
+    package private(set) var fields: [String] = []
     private var current: [UInt8] = []
     private var quoted = false
     private var fieldStart = true
     private var afterClosingQuote = false
 
+    /// A splitter at the start of a record.
+    package init() {}
+
     /// `true` when a quoted field is open at the end of what was fed.
-    var isOpen: Bool { quoted }
+    package var isOpen: Bool { quoted }
 
     /// Reads more of the record. A quote at the end of `bytes` closes a quoted field: feed
     /// whole lines (and the line break between them on its own).
     /// - Throws: ``CSVError`` for a quote inside an unquoted field, text after a closing
     ///   quote, or a field that is not UTF-8.
-    mutating func feed(_ bytes: some Swift.Collection<UInt8>) throws {
+    package mutating func feed(_ bytes: some Swift.Collection<UInt8>) throws {
         var index = bytes.startIndex
         while index != bytes.endIndex {
             let byte = bytes[index]
@@ -149,7 +153,7 @@ struct CSVRecordSplitter {
 
     /// The record's fields, once no quoted field is open.
     /// - Throws: ``CSVError`` when the last field is not UTF-8.
-    mutating func finish() throws -> [String] {
+    package mutating func finish() throws -> [String] {
         try finishField()
         return fields
     }
@@ -164,26 +168,32 @@ struct CSVRecordSplitter {
 }
 
 /// A CSV syntax or type problem, described for the line it is on.
-struct CSVError: Error {
-    let message: String
-    init(_ message: String) { self.message = message }
+package struct CSVError: Error {
+    /// The problem, as a sentence without its line.
+    package let message: String
+    /// An error saying `message`.
+    package init(_ message: String) { self.message = message }
 }
 
 /// Reads `depot load --format csv` input: a header row, then one record per CSV row
 /// (a row may span lines inside quotes).
-struct CSVRecordReader {
-    let reader: LineReader
-    let types: [String: CSV.ColumnType]
-    private(set) var header: [String]?
+package struct CSVRecordReader {
+    /// Where the lines come from.
+    package let reader: LineReader
+    /// `--types`: the type of each named column; the others are inferred.
+    package let types: [String: CSV.ColumnType]
+    /// The header's field names, once the header row is read.
+    package private(set) var header: [String]?
 
-    init(reader: LineReader, types: [String: CSV.ColumnType]) {
+    /// A reader of `reader`'s lines, with the column `types` of `--types`.
+    package init(reader: LineReader, types: [String: CSV.ColumnType]) {
         self.reader = reader
         self.types = types
     }
 
     /// The next row as a load item with the line it starts on; `nil` at the end.
     /// - Throws: ``LoadLineError`` naming the line.
-    mutating func next() throws -> (line: Int, item: LoadItem)? {
+    package mutating func next() throws -> (line: Int, item: LoadItem)? {
         while let (line, fields) = try nextRow() {
             guard let header else {
                 try readHeader(fields, line: line)
