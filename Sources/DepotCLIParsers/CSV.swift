@@ -56,11 +56,11 @@ package enum CSV {
     package static func types(_ text: String?) throws -> [String: ColumnType] {
         guard let text else { return [:] }
         var types: [String: ColumnType] = [:]
-        for pair in text.split(separator: ",") {
-            let parts = pair.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+        for pair in OptionText.split(text, on: ",", omittingEmpty: true) {
+            let parts = OptionText.split(pair, on: ":", maxSplits: 1, omittingEmpty: true).map(OptionText.trimmed)
             guard parts.count == 2, let type = ColumnType(rawValue: parts[1]), !parts[0].isEmpty else {
                 throw CLIFailure.usage(
-                    "--types \(WhereParser.quoted(String(pair))) is not COLUMN:TYPE",
+                    "--types \(WhereParser.quoted(pair)) is not COLUMN:TYPE",
                     "write --types col:int,col2:string; types are \(ColumnType.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             types[parts[0]] = type

@@ -51,7 +51,7 @@ package enum FieldListOption {
     /// - Parameter option: the option's name for the message, e.g. `--unique`.
     /// - Throws: a usage ``CLIFailure`` naming the first name that is not a valid field name.
     package static func fields(_ text: String, option: String) throws -> [String] {
-        let fields = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        let fields = OptionText.split(text, on: ",").map(OptionText.trimmed)
         for field in fields where !FieldName.isValid(field) {
             throw CLIFailure.usage("\(option) \(WhereParser.quoted(text)): \(WhereParser.quoted(field)) is not a valid field name", "write \(option) FIELD or \(option) FIELD1,FIELD2")
         }

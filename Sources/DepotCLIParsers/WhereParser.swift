@@ -92,7 +92,7 @@ package enum WhereParser {
     /// Parses one `--sort FIELD[:asc|:desc]`.
     /// - Throws: a usage ``CLIFailure``.
     package static func sortKey(_ text: String) throws -> SortKey {
-        let parts = text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        let parts = OptionText.split(text, on: ":", maxSplits: 1)
         let field = parts[0]
         guard field == "id" || FieldName.isValid(field) else {
             throw CLIFailure.usage("--sort \(quoted(text)): \(quoted(field)) is not a valid field name", "write --sort FIELD or --sort FIELD:desc")

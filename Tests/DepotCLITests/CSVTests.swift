@@ -98,6 +98,16 @@ struct CSVTests {
         #expect(CSV.text(.array([1, "x"])) == "\"[1,\"\"x\"\"]\"")
     }
 
+    /// Option texts split on Unicode scalars: U+0603 (a prepended concatenation mark) joins
+    /// the next scalar into its Character, which hid the ':' or ',' after it from a split by
+    /// Characters (`--types` then failed on a valid pair).
+    @Test func optionSeparatorsAreFoundBesideJoiningScalars() throws {
+        #expect(try CSV.types("a\u{0603}:int, b :string") == ["a\u{0603}": .int, "b": .string])
+        #expect(try FieldListOption.fields("x , y", option: "--unique") == ["x", "y"])
+        #expect(try WhereParser.sortKey("year:desc") == SortKey("year", descending: true))
+        #expect(throws: CLIFailure.self) { try FieldListOption.fields("x,\u{0301}y", option: "--unique") }
+    }
+
     /// A quoted field left open over many lines (found by the cli-csv fuzz target,
     /// Docs/Fuzzing.md): the record used to be split again for every line joined, so 100,000
     /// lines took about 10^10 steps. Now they are read once, and the row spanning lines
