@@ -9,10 +9,29 @@ import Foundation
 /// targets (Docs/Fuzzing.md). The store-URL and query-string parsers split the same way.
 enum OptionText {
     /// The pieces of `text` between `separator`s, at most `maxSplits + 1` of them; empty
-    /// pieces are kept unless `omittingEmpty`.
+    /// pieces are kept unless `omittingEmpty` (then they are dropped and do not count as
+    /// splits). `separator` is ASCII, so it is found among the UTF-8 bytes: an ASCII byte is
+    /// never part of a longer scalar, which makes this the split on scalars without decoding.
     static func split(_ text: some StringProtocol, on separator: Unicode.Scalar, maxSplits: Int = .max, omittingEmpty: Bool = false) -> [String] {
-        text.unicodeScalars.split(separator: separator, maxSplits: maxSplits, omittingEmptySubsequences: omittingEmpty)
-            .map { String(String.UnicodeScalarView($0)) }
+        precondition(separator.isASCII, "option separators are ASCII")
+        let text = Substring(text)
+        let byte = UInt8(separator.value)
+        var pieces: [String] = []
+        var start = text.utf8.startIndex
+        var index = start
+        var splits = 0
+        while index < text.utf8.endIndex, splits < maxSplits {
+            if text.utf8[index] == byte {
+                if !(omittingEmpty && start == index) {
+                    pieces.append(String(text[start..<index]))
+                    splits += 1
+                }
+                start = text.utf8.index(after: index)
+            }
+            index = text.utf8.index(after: index)
+        }
+        if !(omittingEmpty && start == text.utf8.endIndex) { pieces.append(String(text[start...])) }
+        return pieces
     }
 
     /// `text` without the horizontal white space (`CharacterSet.whitespaces`: space, tab and
