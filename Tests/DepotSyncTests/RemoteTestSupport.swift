@@ -132,7 +132,12 @@ final class JSONServerProcess: @unchecked Sendable {
     }
 
     /// Starts the server over `db` (the whole `db.json` object).
-    /// - Throws: a failure naming what to install when it cannot start.
+    ///
+    /// The port is free when chosen but may be taken before the server binds it (an outgoing
+    /// connection of a test running beside this one gets ports from the same range); a
+    /// server that exits before it answers is started again on another port, up to five times.
+    /// - Throws: a failure naming what to install, with the server's last words, when it
+    ///   cannot start.
     init(db: FieldValue) async throws {
         let modules = Self.packagePath
         guard FileManager.default.fileExists(atPath: modules.appendingPathComponent("simple_json_server").path) else {
@@ -141,32 +146,50 @@ final class JSONServerProcess: @unchecked Sendable {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("depot-json-server-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try Data(JSONText.serialize(db).utf8).write(to: folder.appendingPathComponent("db.json"))
-        let port = try freeLoopbackPort()
-        guard let url = URL(string: "http://127.0.0.1:\(port)") else { throw DepotError(.internal, "url") }
-        self.url = url
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-m", "simple_json_server.simple_json_server", "--host", "127.0.0.1", "--port", String(port), "--file", folder.appendingPathComponent("db.json").path]
-        var environment = ProcessInfo.processInfo.environment
-        environment["PYTHONPATH"] = modules.path
-        environment["PYTHONUNBUFFERED"] = "1"
-        process.environment = environment
-        process.currentDirectoryURL = folder
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // Up to 60 s for the interpreter to start on a busy machine (or through a stall of
-        // the test process, see remoteTestTimeout).
-        let probe = URLSessionTransport(timeout: 2)
-        for _ in 0..<600 {
-            guard process.isRunning else { break }
-            if let answer = try? await probe.send(HTTPRequestSpec(method: "GET", url: url.appendingPathComponent("_db"))), answer.status == 200 {
-                return
+        let log = folder.appendingPathComponent("server.log")
+        var lastWords = ""
+        for _ in 0..<5 {
+            let port = try freeLoopbackPort()
+            guard let url = URL(string: "http://127.0.0.1:\(port)") else { throw DepotError(.internal, "url") }
+            FileManager.default.createFile(atPath: log.path, contents: nil)
+            let output = try FileHandle(forWritingTo: log)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["python3", "-m", "simple_json_server.simple_json_server", "--host", "127.0.0.1", "--port", String(port), "--file", folder.appendingPathComponent("db.json").path]
+            var environment = ProcessInfo.processInfo.environment
+            environment["PYTHONPATH"] = modules.path
+            environment["PYTHONUNBUFFERED"] = "1"
+            process.environment = environment
+            process.currentDirectoryURL = folder
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = output
+            try process.run()
+            try output.close()
+            // Up to 60 s for the interpreter to start on a busy machine (or through a stall of
+            // the test process, see remoteTestTimeout).
+            let probe = URLSessionTransport(timeout: 2)
+            for _ in 0..<600 {
+                guard process.isRunning else { break }
+                if let answer = try? await probe.send(HTTPRequestSpec(method: "GET", url: url.appendingPathComponent("_db"))), answer.status == 200 {
+                    self.process = process
+                    self.url = url
+                    return
+                }
+                try await Task.sleep(for: .milliseconds(100))
             }
-            try await Task.sleep(for: .milliseconds(100))
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                for _ in 0..<100 where process.isRunning {
+                    try? await Task.sleep(for: .milliseconds(50))  // try?: a cancelled wait just ends sooner
+                }
+                lastWords = "it did not answer on port \(port) within 60 s"
+                break
+            }
+            let text = String(decoding: (try? FileHandle(forReadingFrom: log).readToEnd()) ?? Data(), as: UTF8.self)  // try?: the log is only for the message
+            lastWords = "it exited with status \(process.terminationStatus) on port \(port): " + String(text.suffix(300))
         }
-        await stop()
-        throw DepotError(.unsupported, "simple-json-server did not answer on port \(port) within 60 s. " + Self.installHint)
+        try? FileManager.default.removeItem(at: folder)  // try?: cleanup of a temporary folder
+        throw DepotError(.unsupported, "simple-json-server did not start (\(lastWords)). " + Self.installHint)
     }
 
     /// The server's `db.json` as it is on disk now.
