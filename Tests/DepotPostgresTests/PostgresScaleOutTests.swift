@@ -36,9 +36,11 @@ import FoundationNetworking
         return Answer(status: http.statusCode, headers: fields, body: String(decoding: data, as: UTF8.self))
     }
 
+    /// A port no one listens on, below Linux's ephemeral range (32768–60999), where the
+    /// kernel does not hand it to an outgoing connection meanwhile.
     static func freePort() throws -> Int {
         for _ in 0..<100 {
-            let port = Int.random(in: 20_000...60_000)
+            let port = Int.random(in: 20_000...32_000)
             let probe = try ChildProcess.run("/bin/bash", ["-c", "exec 3<>/dev/tcp/127.0.0.1/\(port)"])
             if probe.status != .exited(0) { return port }
         }
@@ -55,20 +57,34 @@ import FoundationNetworking
         throw DepotError(.internal, "the depot executable was not found beside the test binary; run `swift build` first")
     }
 
+    /// Starts `depot serve store` and waits until it answers. A port free when chosen can be
+    /// taken before the server binds it (by an outgoing connection of a test beside this one),
+    /// so a server that exits before answering is started again on another port, up to five
+    /// times; a failure says how the last one ended and what it wrote to standard error.
+    static func startServer(_ store: String) async throws -> (server: ChildProcess, port: Int) {
+        var lastWords = ""
+        for _ in 0..<5 {
+            let port = try freePort()
+            let server = try ChildProcess(path: try depotPath(), arguments: ["serve", store, "--port", String(port), "--quiet"])
+            // Up to 60 s: the server opens the store (connects, reads the catalog) first.
+            for _ in 0..<1200 where server.isRunning {
+                if (try? await send(port, "GET", "/")) != nil { return (server, port) }  // not listening yet: try again
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            server.kill(SIGTERM)
+            let result = await server.exit()
+            lastWords = "port \(port): \(result.status), standard error: \(result.errorText.suffix(300))"
+        }
+        throw DepotError(.internal, "depot serve did not answer (\(lastWords))")
+    }
+
     @Test func twoServeProcessesShareIdempotencyFeedAndETags() async throws {
         let store = try PostgresTestServer.storeString(for: "serve-\(UUID().uuidString)")
-        let ports = [try Self.freePort(), try Self.freePort()]
-        let servers = try ports.map { try ChildProcess(path: try Self.depotPath(), arguments: ["serve", store, "--port", String($0), "--quiet"]) }
-        defer { for server in servers { server.kill(SIGTERM) } }
-        for port in ports {
-            var up = false
-            for _ in 0..<200 where !up {
-                up = (try? await Self.send(port, "GET", "/")) != nil  // not listening yet: try again
-                if !up { try await Task.sleep(for: .milliseconds(50)) }
-            }
-            try #require(up, "depot serve on port \(port) answered within 10 s")
-        }
-        let (a, b) = (ports[0], ports[1])
+        let serverA = try await Self.startServer(store)
+        defer { serverA.server.kill(SIGTERM) }
+        let serverB = try await Self.startServer(store)
+        defer { serverB.server.kill(SIGTERM) }
+        let (a, b) = (serverA.port, serverB.port)
 
         // A POST retried against the other process is replayed, not applied twice.
         let key = ["Idempotency-Key": "order-\(UUID().uuidString)"]
