@@ -179,20 +179,20 @@ enum Fixture {
     static func intIDs(_ values: Int64...) -> [RecordID] { values.map { .int($0) } }
 }
 
-/// How much longer than their nominal time the checks' deadlock timeouts wait: the
-/// `DEPOT_TEST_TIMEOUT_SCALE` environment variable (a number ≥ 1; 1 when unset), which
-/// `scripts/sanitize` sets because a sanitizer build runs several times slower
-/// (Docs/Testing.md, "Sanitizers").
-let timeoutScale: Double = {
-    guard let text = ProcessInfo.processInfo.environment["DEPOT_TEST_TIMEOUT_SCALE"], let scale = Double(text), scale >= 1, scale.isFinite else { return 1 }
+/// How much longer than their nominal time the checks' deadlock timeouts and the tests' time
+/// limits wait: the `DEPOT_TEST_TIMEOUT_SCALE` environment variable (a whole number from 1 to
+/// 1,000; 1 when unset or out of range), which `scripts/sanitize` sets because a sanitizer
+/// build runs several times slower (Docs/Testing.md, "Sanitizers").
+public let testTimeoutScale: Int = {
+    guard let text = ProcessInfo.processInfo.environment["DEPOT_TEST_TIMEOUT_SCALE"], let scale = Int(text), scale >= 1, scale <= 1000 else { return 1 }
     return scale
 }()
 
-/// Waits for `body` at most `seconds` (times ``timeoutScale``); a driver that deadlocks fails
+/// Waits for `body` at most `seconds` (times ``testTimeoutScale``); a driver that deadlocks fails
 /// the check instead of hanging the test run. The body keeps running in the background if it
 /// never returns.
 func withTimeout<T: Sendable>(_ nominalSeconds: Double, _ expect: Expect, _ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    let seconds = nominalSeconds * timeoutScale
+    let seconds = nominalSeconds * Double(testTimeoutScale)
     let once = OnceResult<T>()
     return try await withCheckedThrowingContinuation { continuation in
         once.set(continuation)

@@ -14,7 +14,7 @@ import Darwin
 /// normally reports what was running and ends the process (`_exit`). The fuzz harness
 /// (Docs/Fuzzing.md) and the damaged-store runs (Docs/Testing.md) use it.
 ///
-/// `begin(at:)` and `end()` cost two atomic stores; the thread looks every `pollInterval`,
+/// `begin(at:)` and `end()` each cost one atomic store; the thread looks every `pollInterval`,
 /// so a hang is noticed between `limit` and `limit + pollInterval` after it began.
 package final class HangWatchdog: Sendable {
     private let limitNanos: UInt64

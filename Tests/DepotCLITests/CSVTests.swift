@@ -1,5 +1,6 @@
 import Depot
 import DepotCLIParsers
+import DepotConformance
 import Foundation
 import Testing
 
@@ -112,14 +113,9 @@ struct CSVTests {
     /// Docs/Fuzzing.md): the record used to be split again for every line joined, so 100,000
     /// lines took about 10^10 steps. Now they are read once, and the row spanning lines
     /// still reads the same.
-    /// Under a sanitizer (`DEPOT_TEST_TIMEOUT_SCALE`, Docs/Testing.md) both limits are that
-    /// many times longer: one pass took 249 s under ThreadSanitizer.
-    static let slowdown: Int = {
-        guard let text = ProcessInfo.processInfo.environment["DEPOT_TEST_TIMEOUT_SCALE"], let scale = Int(text), scale >= 1, scale <= 100 else { return 1 }
-        return scale
-    }()
-
-    @Test("a quoted field open over 100,000 lines is read in one pass", .timeLimit(.minutes(CSVTests.slowdown)))
+    // Under a sanitizer both limits are `testTimeoutScale` times longer (Docs/Testing.md,
+    // "Sanitizers"): one pass took 249 s under ThreadSanitizer.
+    @Test("a quoted field open over 100,000 lines is read in one pass", .timeLimit(.minutes(testTimeoutScale)))
     func openQuoteOverManyLines() throws {
         var input = Array("name,year\n\"Dune".utf8)
         for _ in 0..<100_000 { input += Array("\n1".utf8) }
@@ -127,7 +123,7 @@ struct CSVTests {
         let clock = ContinuousClock()
         let start = clock.now
         #expect(throws: LoadLineError.self) { try reader.next() }
-        #expect(clock.now - start < .seconds(20 * Self.slowdown))
+        #expect(clock.now - start < .seconds(20 * testTimeoutScale))
 
         var closed = CSVRecordReader(reader: LineReader(bytes: Array("name,year\n\"a\n\"\"b\"\"\nc\",1\n".utf8)), types: [:])
         let row = try #require(try closed.next())
