@@ -15,7 +15,20 @@ public struct BenchChart: Sendable {
 
     /// The chart as an SVG document.
     public func svg() -> String {
-        let workloads = Workload.runOrder.filter { w in report.results.contains { $0.workload == w } }
+        // One group per workload, then one per workload and client count (--clients).
+        var groups: [(workload: Workload, clients: Int?)] = []
+        for w in Workload.runOrder {
+            if report.results.contains(where: { $0.workload == w && $0.clients == nil }) { groups.append((w, nil)) }
+        }
+        for w in Workload.runOrder {
+            for n in Set(report.results.filter { $0.workload == w }.compactMap(\.clients)).sorted() { groups.append((w, n)) }
+        }
+        func rows(_ group: (workload: Workload, clients: Int?)) -> [BenchResult] {
+            report.results.filter { $0.workload == group.workload && $0.clients == group.clients }
+        }
+        func label(_ group: (workload: Workload, clients: Int?)) -> String {
+            group.clients.map { "\(group.workload.label), \($0) client\($0 == 1 ? "" : "s")" } ?? group.workload.label
+        }
         var targets: [(name: String, driver: String, baseline: Bool, side: String?)] = []
         for r in report.results where !targets.contains(where: { $0.name == r.target }) { targets.append((r.target, r.driver, r.baseline, r.side)) }
         let rates = report.results.map(\.opsPerSecond).filter { $0 > 0 }
@@ -40,8 +53,8 @@ public struct BenchChart: Sendable {
         func x(_ v: Double) -> Double { left + plotWidth * (log10(max(v, low)) - log10(low)) / (log10(high) - log10(low)) }
 
         var groupHeights: [Double] = []
-        for w in workloads {
-            let n = Double(report.results.filter { $0.workload == w }.count)
+        for g in groups {
+            let n = Double(rows(g).count)
             groupHeights.append(n * (barHeight + barGap) + groupGap)
         }
         let plotHeight = groupHeights.reduce(0, +)
@@ -77,24 +90,25 @@ public struct BenchChart: Sendable {
             decade *= 10
         }
         var y = top
-        for (i, w) in workloads.enumerated() {
-            let rows = report.results.filter { $0.workload == w }
-            out += text(left - 8, y + Double(rows.count) * (barHeight + barGap) / 2 + 4, w.label, anchor: "end", weight: "bold", size: 12)
-            for r in rows {
+        for (i, g) in groups.enumerated() {
+            let groupRows = rows(g)
+            out += text(left - 8, y + Double(groupRows.count) * (barHeight + barGap) / 2 + 4, label(g), anchor: "end", weight: "bold", size: 12)
+            for r in groupRows {
                 let color = BenchChart.colors[r.driver] ?? "#777"
                 let fill = r.baseline ? "url(#raw-\(r.driver))" : color
                 let w0 = x(r.opsPerSecond) - left
-                out += "<rect x=\"\(f(left))\" y=\"\(f(y))\" width=\"\(f(max(w0, 1)))\" height=\"\(f(barHeight))\" fill=\"\(fill)\"\(BenchChart.opacity(r.side)) stroke=\"\(color)\" stroke-width=\"0.8\"><title>\(escape(r.target)) \(escape(w.label)): \(BenchReport.rate(r.opsPerSecond)) ops/s</title></rect>\n"
+                out += "<rect x=\"\(f(left))\" y=\"\(f(y))\" width=\"\(f(max(w0, 1)))\" height=\"\(f(barHeight))\" fill=\"\(fill)\"\(BenchChart.opacity(r.side)) stroke=\"\(color)\" stroke-width=\"0.8\"><title>\(escape(r.target)) \(escape(label(g))): \(BenchReport.rate(r.opsPerSecond)) ops/s</title></rect>\n"
                 var label = "\(r.target): \(BenchReport.rate(r.opsPerSecond))/s"
                 var ratios: [String] = []
                 if let ratio = r.ratioToRaw { ratios.append(String(format: "%.2f× raw", ratio)) }
                 if let ratio = r.ratioToRecord { ratios.append(String(format: "%.2f× Record", ratio)) }
+                if let scaling = r.scalingToOneClient, r.clients != 1 { ratios.append(String(format: "%.2f× 1 client", scaling)) }
                 if !ratios.isEmpty { label += "  (" + ratios.joined(separator: ", ") + ")" }
                 out += text(left + max(w0, 1) + 5, y + barHeight - 3, label, size: 10)
                 y += barHeight + barGap
             }
             y += groupGap
-            if i < workloads.count - 1 {
+            if i < groups.count - 1 {
                 out += "<line x1=\"\(f(left - 120))\" y1=\"\(f(y - groupGap / 2))\" x2=\"\(f(width - 10))\" y2=\"\(f(y - groupGap / 2))\" stroke=\"#eee\"/>\n"
             }
         }

@@ -63,6 +63,11 @@ public struct BenchOptions: Sendable, Hashable {
     public var quick = false
     /// Seed of every operation sequence (round `r` uses `seed + r`).
     public var seed: UInt64 = 42
+    /// Client counts of the concurrent reads (`--clients`): point reads and YCSB C run again
+    /// with the same reads split among N concurrent clients, for each N here and for 1 (the
+    /// base of the scaling figure). `[1]` or `[]` turns them off. Depot's clients are tasks
+    /// sharing one store; a raw baseline's are threads with a connection each.
+    public var clients: [Int] = [1, 2, 4]
 
     /// The default options of a full run.
     public init() {}
@@ -86,6 +91,13 @@ public struct BenchOptions: Sendable, Hashable {
         copy.unorderedScanLimit = min(unorderedScanLimit, 30)
         copy.streamingRecords = min(streamingRecords, 100_000)
         return copy
+    }
+
+    /// The client counts the concurrent reads run, ascending and with 1 among them; empty
+    /// when ``clients`` names no count above 1.
+    public var clientCounts: [Int] {
+        let counts = Set(clients + [1])
+        return counts.count > 1 ? counts.sorted() : []
     }
 
     /// Records loaded for `engine`.
@@ -120,6 +132,9 @@ public struct BenchOptions: Sendable, Hashable {
         guard modelInserts >= 1, modelReads >= 1 else { throw BenchError("model inserts and model reads must be at least 1.") }
         guard modelRecords >= modelInserts else { throw BenchError("model records must be at least the model inserts.") }
         guard streamingRecords >= 0 else { throw BenchError("streaming records must not be negative.") }
+        for count in clients where !(1...64).contains(count) {
+            throw BenchError("--clients takes counts from 1 to 64, not \(count).")
+        }
     }
 }
 

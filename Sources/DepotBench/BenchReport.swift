@@ -14,9 +14,10 @@ public struct BenchReport: Codable, Sendable, Hashable {
     /// Anything a reader must know to judge the figures.
     public var notes: [String]
 
-    /// The result of `target` (`"sqlite"`, `"sqlite raw"`) for `workload`.
-    public func result(_ target: String, _ workload: Workload) -> BenchResult? {
-        results.first { $0.target == target && $0.workload == workload }
+    /// The result of `target` (`"sqlite"`, `"sqlite raw"`) for `workload`; with `clients`,
+    /// its concurrent-read result at that many clients (`--clients`).
+    public func result(_ target: String, _ workload: Workload, clients: Int? = nil) -> BenchResult? {
+        results.first { $0.target == target && $0.workload == workload && $0.clients == clients }
     }
 }
 
@@ -80,6 +81,14 @@ public struct BenchResult: Codable, Sendable, Hashable {
     public var ratioToRecord: Double? = nil
     /// Each round's ratio to the Record side.
     public var roundRatiosToRecord: [Double]? = nil
+    /// For the concurrent reads (`--clients`): how many clients shared the operations;
+    /// `nil` for the single-client workloads.
+    public var clients: Int? = nil
+    /// For the concurrent reads: the median over rounds of (this throughput ÷ the same
+    /// target's throughput with 1 client); `2.0` means twice as many reads per second.
+    public var scalingToOneClient: Double? = nil
+    /// Each round's scaling.
+    public var roundScalingToOneClient: [Double]? = nil
 }
 
 /// The peak resident set of one target over all its rounds.
@@ -130,13 +139,26 @@ extension BenchReport {
         lines.append(header.joined(separator: " "))
         lines.append(String(repeating: "-", count: header.joined(separator: " ").count))
         for workload in Workload.runOrder {
-            let rows = results.filter { $0.workload == workload }
+            let rows = results.filter { $0.workload == workload && $0.clients == nil }
             for r in rows {
                 var cells = [pad(workload.label, 17), pad(r.target, 14), lpad(String(r.records), 8), lpad(String(r.operations), 7), lpad(BenchReport.rate(r.opsPerSecond), 12),
                              lpad(r.p50Nanoseconds.map(BenchReport.duration) ?? "-", 10), lpad(r.p99Nanoseconds.map(BenchReport.duration) ?? "-", 10),
                              lpad(r.ratioToRaw.map { String(format: "%.2f×", $0) } ?? "", 8)]
                 if toRecord { cells.append(lpad(r.ratioToRecord.map { String(format: "%.2f×", $0) } ?? "", 9)) }
                 lines.append(cells.joined(separator: " "))
+            }
+        }
+        let concurrent = results.filter { $0.clients != nil }
+        if !concurrent.isEmpty {
+            lines.append("")
+            lines.append("concurrent reads (--clients): the same reads split among N clients (Depot: N tasks, one store; raw: N threads, one connection each)")
+            let head = [pad("workload", 17), pad("target", 14), lpad("clients", 8), lpad("ops", 7), lpad("ops/s", 12), lpad("p50", 10), lpad("p99", 10), lpad("÷ raw", 8), lpad("× 1 client", 11)]
+            lines.append(head.joined(separator: " "))
+            lines.append(String(repeating: "-", count: head.joined(separator: " ").count))
+            for r in concurrent {
+                lines.append([pad(r.workload.label, 17), pad(r.target, 14), lpad(r.clients.map(String.init) ?? "", 8), lpad(String(r.operations), 7), lpad(BenchReport.rate(r.opsPerSecond), 12),
+                              lpad(r.p50Nanoseconds.map(BenchReport.duration) ?? "-", 10), lpad(r.p99Nanoseconds.map(BenchReport.duration) ?? "-", 10),
+                              lpad(r.ratioToRaw.map { String(format: "%.2f×", $0) } ?? "", 8), lpad(r.scalingToOneClient.map { String(format: "%.2f×", $0) } ?? "", 11)].joined(separator: " "))
             }
         }
         if !memory.isEmpty {

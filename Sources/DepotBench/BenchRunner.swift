@@ -87,6 +87,8 @@ public func runBench(_ options: BenchOptions, external: [String: () throws -> [a
     var peaks: [String: Int] = [:]
     var recordsUsed: [String: Int] = [:]
     var operationsUsed: [String: [Workload: Int]] = [:]
+    // [target display name: [workload and clients: per-round measurements]] (--clients)
+    var concurrentMeasured: [String: [ClientsKey: [Measurement]]] = [:]
     var settings: [String: [String: String]] = [:]
     // [engine: [model target display name: [workload: per-round measurements]]]
     var modelMeasured: [String: [String: [Workload: [Measurement]]]] = [:]
@@ -100,7 +102,7 @@ public func runBench(_ options: BenchOptions, external: [String: () throws -> [a
                 trimMalloc()
                 ProcessMemory.resetPeak()
                 let started = monotonicNanoseconds()
-                let result: (records: Int, measurements: [Workload: Measurement])
+                let result: (records: Int, measurements: [Workload: Measurement], concurrent: [ClientsKey: Measurement])
                 do {
                     result = try await measureRound(target, options: options, round: round, directory: directory)
                 } catch {
@@ -113,6 +115,7 @@ public func runBench(_ options: BenchOptions, external: [String: () throws -> [a
                 if let peak = ProcessMemory.peakResidentBytes() { peaks[name] = max(peaks[name] ?? 0, peak) }
                 try? FileManager.default.removeItem(atPath: directory)
                 for (workload, m) in result.measurements { measured[name, default: [:]][workload, default: []].append(m) }
+                for (key, m) in result.concurrent { concurrentMeasured[name, default: [:]][key, default: []].append(m) }
                 recordsUsed[name] = result.records
                 operationsUsed[name] = result.measurements.mapValues(\.operations)
                 settings[name] = target.settings
@@ -174,6 +177,7 @@ public func runBench(_ options: BenchOptions, external: [String: () throws -> [a
                     ratioToRaw: ratio, roundRatios: roundRatios))
             }
         }
+        results += concurrentResults(engine: pair.engine, targets: pair.targets.filter { failures[$0.displayName] == nil }, measured: concurrentMeasured, records: recordsUsed)
         if let models = modelGroups[pair.engine] {
             let succeeded = models.filter { failures[modelKey($0)] == nil }
             results += modelResults(engine: pair.engine, targets: succeeded, measured: modelMeasured[pair.engine] ?? [:], options: options)
@@ -191,6 +195,9 @@ public func runBench(_ options: BenchOptions, external: [String: () throws -> [a
             ? "Streaming check: \(options.streamingRecords) records of 3 fields loaded, then streamed through the query n >= 0 in this process; its peak is VmHWM reset just before the stream."
             : "Streaming check: \(options.streamingRecords) records of 3 fields loaded, then streamed through the query n >= 0 by a fresh process that opens the store; its peak is that process's whole VmHWM, from its start.",
     ]
+    if results.contains(where: { $0.clients != nil }) {
+        notes.append("Concurrent reads (--clients \(options.clientCounts.map(String.init).joined(separator: ","))): after the YCSB workloads, point reads and YCSB C run again with the same reads split round-robin among N clients: Depot's are N tasks sharing the open store, a raw baseline's N threads with one connection (GDBM: one GDBM_READER handle) each. ops/s = all reads ÷ the wall time until the last client finishes; × 1 client: that throughput ÷ the same target's with 1 client in the same round, median over rounds. Client counts run ascending in odd rounds, descending in even ones. \(ProcessInfo.processInfo.activeProcessorCount) CPUs.")
+    }
     if !modelGroups.isEmpty {
         notes.append("Typed models (model insert, model fetch, model point reads): an integer id and 10 integer fields a … j. Record: Depot with untyped records (Store.write { tx.insert }, Collection.query, Collection.get); Codable: IntegerRecord, a Codable Model, through TransactionRepository.insert, Repository.all, Repository.find(id:); @Model: GeneratedIntegerRecord through the same calls, its StoredModel conformance the hand-written expansion of @Model (FieldSink/FieldSource, no Codable); raw: the engine's C API into a plain struct. Each point read is its own transaction on every side. ÷ Record: the side's time ÷ the Record side's time for the same operations in the same round, median over rounds.")
     }
@@ -256,10 +263,11 @@ struct Measurement: Sendable {
 }
 
 /// Loads the records, runs every workload once, returns what each took.
-func measureRound(_ target: any BenchTarget, options: BenchOptions, round: Int, directory: String) async throws -> (records: Int, measurements: [Workload: Measurement]) {
+func measureRound(_ target: any BenchTarget, options: BenchOptions, round: Int, directory: String) async throws -> (records: Int, measurements: [Workload: Measurement], concurrent: [ClientsKey: Measurement]) {
     let engine = target.engine
     let records = options.records(for: engine)
     var out: [Workload: Measurement] = [:]
+    var concurrent: [ClientsKey: Measurement] = [:]
     try await target.open(directory: directory, durability: options.durability)
     do {
         // Bulk insert: batches of 10,000 records per transaction, values made before the clock starts.
@@ -301,6 +309,10 @@ func measureRound(_ target: any BenchTarget, options: BenchOptions, round: Int, 
             out[workload] = Measurement(operations: ops.count, nanoseconds: Double(total), histogram: histogram)
         }
 
+        if !options.clientCounts.isEmpty, let readers = target as? any ConcurrentReadTarget {
+            concurrent = try await measureConcurrentReads(readers, options: options, round: round, records: records, inserted: inserted)
+        }
+
         if options.workloads.contains(.durableCommit) {
             try await target.reopen(durability: .full)
             var histogram = LatencyHistogram()
@@ -321,7 +333,46 @@ func measureRound(_ target: any BenchTarget, options: BenchOptions, round: Int, 
         throw error
     }
     try await target.close()
-    return (records, out)
+    return (records, out, concurrent)
+}
+
+/// The `--clients` figures of one engine's targets: one result per target, read-only
+/// workload and client count, with the ratio to the raw baseline at the same count and the
+/// scaling over the same target's 1-client throughput, both medians of per-round ratios.
+func concurrentResults(engine: String, targets: [any BenchTarget], measured: [String: [ClientsKey: [Measurement]]], records: [String: Int]) -> [BenchResult] {
+    var results: [BenchResult] = []
+    let raw = targets.first(where: \.isBaseline)
+    for target in targets {
+        let name = target.displayName
+        guard let figures = measured[name] else { continue }
+        let keys = figures.keys.sorted { ($0.workload.order, $0.clients) < ($1.workload.order, $1.clients) }
+        for key in keys {
+            guard let rounds = figures[key], !rounds.isEmpty else { continue }
+            var histogram = LatencyHistogram()
+            for m in rounds { histogram.merge(m.histogram) }
+            var ratio: Double?, roundRatios: [Double]?
+            if !target.isBaseline, let raw, let rawRounds = measured[raw.displayName]?[key], rawRounds.count == rounds.count {
+                let ratios = zip(rounds, rawRounds).map { $0.nanoseconds / max($1.nanoseconds, 1) }
+                roundRatios = ratios
+                ratio = median(ratios)
+            }
+            var scaling: Double?, roundScaling: [Double]?
+            if let single = figures[ClientsKey(workload: key.workload, clients: 1)], single.count == rounds.count {
+                let ratios = zip(rounds, single).map { $0.opsPerSecond / max($1.opsPerSecond, 1e-9) }
+                roundScaling = ratios
+                scaling = median(ratios)
+            }
+            let rates = rounds.map(\.opsPerSecond)
+            results.append(BenchResult(
+                driver: engine, target: name, baseline: target.isBaseline, workload: key.workload,
+                records: records[name] ?? 0, operations: rounds[0].operations,
+                opsPerSecond: median(rates), roundOpsPerSecond: rates,
+                p50Nanoseconds: histogram.value(atPercentile: 50), p99Nanoseconds: histogram.value(atPercentile: 99),
+                ratioToRaw: ratio, roundRatios: roundRatios,
+                clients: key.clients, scalingToOneClient: scaling, roundScalingToOneClient: roundScaling))
+        }
+    }
+    return results
 }
 
 /// Loads `options.streamingRecords` small records into a fresh store, then streams them

@@ -67,7 +67,7 @@ public final class DepotStoreTarget: BenchTarget {
         collection = store.collection(collectionName)
     }
 
-    private func opened() throws -> (Store, Collection) {
+    func opened() throws -> (Store, Collection) {
         guard let store, let collection else { throw BenchError("The \(engine) store is not open.") }
         return (store, collection)
     }

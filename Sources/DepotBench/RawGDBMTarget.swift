@@ -24,6 +24,8 @@ public final class RawGDBMTarget: BenchTarget {
 
     private var dbf: OpaquePointer?
     private var path = ""
+    /// The handles of `--clients`' reader threads, open between `openReaders` and `closeReaders`.
+    private var readers: [Reader] = []
     private var durability: Durability = .full
 
     /// A raw GDBM target; `open` picks its file.
@@ -105,9 +107,15 @@ public final class RawGDBMTarget: BenchTarget {
     }
 
     private func fetch(_ key: String) throws -> RawRow? {
+        try RawGDBMTarget.fetch(key, from: dbf)
+    }
+
+    /// Fetches and decodes `key` from the open file `handle`; `nil` when it is not there.
+    /// - Throws: ``BenchError`` for a record that does not decode.
+    private static func fetch(_ key: String, from handle: OpaquePointer?) throws -> RawRow? {
         var key = key
         let found = key.withUTF8 { k in
-            gdbm_fetch(dbf, datum(dptr: UnsafeMutableRawPointer(mutating: k.baseAddress)?.assumingMemoryBound(to: CChar.self), dsize: Int32(k.count)))
+            gdbm_fetch(handle, datum(dptr: UnsafeMutableRawPointer(mutating: k.baseAddress)?.assumingMemoryBound(to: CChar.self), dsize: Int32(k.count)))
         }
         guard let pointer = found.dptr else { return nil }
         defer { free(pointer) }
@@ -184,8 +192,53 @@ public final class RawGDBMTarget: BenchTarget {
     }
 
     public func close() async throws {
+        try await closeReaders()
         if let dbf { gdbm_close(dbf) }
         dbf = nil
+    }
+}
+
+extension RawGDBMTarget: ConcurrentReadTarget {
+    /// One read-only handle of one reader thread: used by that thread only.
+    final class Reader: @unchecked Sendable {
+        let handle: OpaquePointer
+        init(_ handle: OpaquePointer) { self.handle = handle }
+    }
+
+    /// Closes the writer handle (GDBM admits one writer or many readers per file) and opens
+    /// `count` handles with `GDBM_READER`, each with its own bucket cache.
+    public func openReaders(_ count: Int) async throws {
+        try await closeReaders()
+        if let dbf { gdbm_close(dbf) }
+        dbf = nil
+        for _ in 0..<count {
+            guard let handle = gdbm_open(path, 0, GDBM_READER | GDBM_CLOEXEC, 0, nil) else {
+                let message = String(cString: gdbm_strerror(gdbm_errno_location().pointee))
+                try await closeReaders()
+                throw BenchError("gdbm raw: cannot open \(path) for reading: \(message)")
+            }
+            readers.append(Reader(handle))
+        }
+    }
+
+    /// One thread per client, each on its own reader handle.
+    public func readConcurrently(_ shares: [[Int]]) async throws -> [ClientRun] {
+        guard shares.count <= readers.count else { throw BenchError("gdbm raw: \(shares.count) clients but \(readers.count) readers open") }
+        let readers = Array(self.readers.prefix(shares.count))
+        return try await onThreads(shares.count) { client in
+            let handle = readers[client].handle
+            return try ClientRun.measure(shares[client]) { n in
+                guard try RawGDBMTarget.fetch(YCSB.key(n), from: handle) != nil else { throw BenchError("gdbm raw: record \(n) is missing") }
+            }
+        }
+    }
+
+    /// Closes the reader handles and opens the writer handle again (if it was open).
+    public func closeReaders() async throws {
+        guard !readers.isEmpty else { return }
+        for reader in readers { gdbm_close(reader.handle) }
+        readers = []
+        if dbf == nil { try connect() }
     }
 }
 #endif

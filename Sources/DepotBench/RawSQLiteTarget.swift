@@ -19,6 +19,9 @@ public final class RawSQLiteTarget: BenchTarget {
 
     private var sqlite: RawSQLiteConnection?
     private var path = ""
+    private var durability: Durability = .normal
+    /// The connections of `--clients`' reader threads, open between `openReaders` and `closeReaders`.
+    private var readers: [Reader] = []
     private static let columns = YCSB.fieldNames.joined(separator: ", ")
     // The SQL texts, built once (as Depot builds its per-collection SQL once), not per call.
     private static let insertSQL = "INSERT INTO usertable(id, \(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -44,6 +47,7 @@ public final class RawSQLiteTarget: BenchTarget {
     }
 
     private func connect(durability: Durability) throws {
+        self.durability = durability
         sqlite = try RawSQLiteConnection(path: path, durability: durability)
     }
 
@@ -82,10 +86,21 @@ public final class RawSQLiteTarget: BenchTarget {
     }
 
     private func read(_ n: Int) throws -> RawRow {
-        let stmt = try connection().statement(RawSQLiteTarget.readSQL)
-        bind(stmt, 1, YCSB.key(n))
-        guard sqlite3_step(stmt) == SQLITE_ROW else { throw BenchError("sqlite raw: record \(n) is missing") }
-        let found = row(stmt)
+        try RawSQLiteTarget.read(n, on: connection())
+    }
+
+    /// Reads record `n` through `sqlite`'s prepared point-read statement.
+    /// - Throws: ``BenchError`` when the record is missing or SQLite fails.
+    private static func read(_ n: Int, on sqlite: RawSQLiteConnection) throws -> RawRow {
+        let stmt = try sqlite.statement(RawSQLiteTarget.readSQL)
+        sqlite3_bind_text(stmt, 1, YCSB.key(n), -1, RawSQLiteConnection.transient)
+        let rc = sqlite3_step(stmt)
+        guard rc == SQLITE_ROW else {
+            sqlite3_reset(stmt)
+            try sqlite.check(rc, "read")
+            throw BenchError("sqlite raw: record \(n) is missing")
+        }
+        let found = RawRow(id: RawSQLiteConnection.text(stmt, 0), fields: (1...Int32(YCSB.fieldCount)).map { RawSQLiteConnection.text(stmt, $0) })
         sqlite3_reset(stmt)
         return found
     }
@@ -132,8 +147,41 @@ public final class RawSQLiteTarget: BenchTarget {
     }
 
     public func close() async throws {
+        for reader in readers { reader.connection.close() }
+        readers = []
         sqlite?.close()
         sqlite = nil
+    }
+}
+
+extension RawSQLiteTarget: ConcurrentReadTarget {
+    /// One connection of one reader thread: used by that thread only.
+    final class Reader: @unchecked Sendable {
+        let connection: RawSQLiteConnection
+        init(_ connection: RawSQLiteConnection) { self.connection = connection }
+    }
+
+    /// Opens `count` more connections to the same file, same pragmas (WAL: they read
+    /// beside the open writer connection without waiting for it).
+    public func openReaders(_ count: Int) async throws {
+        try await closeReaders()
+        _ = try connection()
+        for _ in 0..<count { readers.append(Reader(try RawSQLiteConnection(path: path, durability: durability))) }
+    }
+
+    /// One thread per client, each on its own connection.
+    public func readConcurrently(_ shares: [[Int]]) async throws -> [ClientRun] {
+        guard shares.count <= readers.count else { throw BenchError("sqlite raw: \(shares.count) clients but \(readers.count) readers open") }
+        let readers = Array(self.readers.prefix(shares.count))
+        return try await onThreads(shares.count) { client in
+            let sqlite = readers[client].connection
+            return try ClientRun.measure(shares[client]) { n in _ = try RawSQLiteTarget.read(n, on: sqlite) }
+        }
+    }
+
+    public func closeReaders() async throws {
+        for reader in readers { reader.connection.close() }
+        readers = []
     }
 }
 #endif

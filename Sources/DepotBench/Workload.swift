@@ -42,6 +42,9 @@ public enum Workload: String, Sendable, Hashable, CaseIterable, Codable {
     /// workloads (their insert loads their collection).
     public static let runOrder: [Workload] = [.bulkInsert, .bulkFetch, .pointReads, .ycsbA, .ycsbB, .ycsbC, .ycsbF, .ycsbD, .ycsbE, .durableCommit, .modelInsert, .modelFetch, .modelPointReads]
 
+    /// The workload's place in ``runOrder``, for sorting.
+    var order: Int { Workload.runOrder.firstIndex(of: self) ?? Workload.runOrder.count }
+
     /// A short label for tables and charts.
     public var label: String {
         switch self {

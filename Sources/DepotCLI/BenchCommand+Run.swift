@@ -34,6 +34,15 @@ extension BenchCommand {
         options.chartPath = chart
         options.quick = quick
         options.streamingRecords = streaming
+        var counts: [Int] = []
+        for part in clients.split(separator: ",", omittingEmptySubsequences: false) {
+            let text = part.trimmingCharacters(in: .whitespaces)
+            guard let count = Int(text), (1...64).contains(count) else {
+                throw CLIFailure.usage("--clients takes counts from 1 to 64 separated by commas, not '\(text)'", "write for example --clients 1,2,4, or --clients 1 to leave the concurrent reads out")
+            }
+            counts.append(count)
+        }
+        options.clients = counts
         // The streaming check's stream runs in a fresh `depot` process (see --stream-store).
         if let executable = Bundle.main.executablePath {
             options.streamingCommand = [executable, "bench", "--stream-store"]

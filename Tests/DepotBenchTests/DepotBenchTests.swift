@@ -127,11 +127,20 @@ import Testing
         #expect(report.result("memory", .ycsbA)?.p99Nanoseconds != nil)
         #expect(report.result("memory", .bulkInsert)?.records == 500)
         let json = try JSONSerialization.jsonObject(with: (FileHandle(forReadingFrom: URL(fileURLWithPath: dir + "/report.json")).readToEnd() ?? Data())) as? [String: Any]
-        #expect((json?["results"] as? [Any])?.count == Workload.runOrder.count - modelWorkloads.count + 3 * modelWorkloads.count)
+        // The default --clients 1,2,4: point reads and YCSB C at each count (memory has no raw side).
+        for workload in [Workload.pointReads, .ycsbC] {
+            for clients in [1, 2, 4] {
+                let result = try #require(report.result("memory", workload, clients: clients))
+                #expect(result.operations == 100 && result.opsPerSecond > 0 && result.scalingToOneClient != nil)
+            }
+        }
+        #expect((json?["results"] as? [Any])?.count == Workload.runOrder.count - modelWorkloads.count + 3 * modelWorkloads.count + 2 * 3)
         let svg = try String(contentsOfFile: dir + "/chart.svg", encoding: .utf8)
         #expect(svg.hasPrefix("<svg") && svg.hasSuffix("</svg>\n"))
         #expect(svg.contains("YCSB E"))
+        #expect(svg.contains("YCSB C, 4 clients"))
         #expect(lines.joined(separator: "\n").contains("durability normal"))
+        #expect(lines.joined(separator: "\n").contains("concurrent reads (--clients)"))
     }
 
     @Test func jsonFloorRoundTripsThroughARound() async throws {
