@@ -16,7 +16,7 @@ struct BenchSyncCommand: DepotSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "bench-sync",
         abstract: "Benchmark sync over loopback: pull N records from a DepotServer, push M outbox entries.",
-        usage: "depot bench-sync [--records N] [--entries N] [--page-size N] [--batch-size N] [--push-fields N] [--rounds N] [--durability full|normal]",
+        usage: "depot bench-sync [--records N] [--entries N] [--page-size N] [--batch-size N] [--push-fields N] [--rounds N] [--durability full|normal] [--clients N --shared N]",
         discussion: """
             Starts a DepotServer on 127.0.0.1 (ephemeral port) over a temporary SQLite store \
             holding --records records, then per round: pulls them all into a new SQLite store \
@@ -45,6 +45,12 @@ struct BenchSyncCommand: DepotSubcommand {
     @Option(help: "Fields of each pushed record (2 to 20; 2 is the first version's workload).")
     var pushFields = 2
 
+    @Option(help: ArgumentHelp("Many clients instead: N clients (tasks, each with its own SQLite store) pull --shared records from a 'depot serve' process, each inserts --entries records and updates --entries/10 shared ones offline, all push at once, all pull at once; checks 0 lost, 0 duplicated, converged; reports throughput and the server's peak RSS. 1: the pull and push of one client.", valueName: "N"))
+    var clients = 1
+
+    @Option(help: ArgumentHelp("With --clients: records on the server that every client pulls first and some update.", valueName: "N"))
+    var shared = 1_000
+
     @Option(help: "Rounds (the median is reported).")
     var rounds = 3
 
@@ -62,9 +68,13 @@ struct BenchSyncCommand: DepotSubcommand {
                 "--records, --entries, --batch-size and --rounds must be 1 or more, --page-size 1 to 10000, --push-fields 2 to 20",
                 "for example --records 10000 --entries 1000")
         }
+        guard (1...500).contains(clients), shared >= 0 else {
+            throw CLIFailure.usage("--clients must be 1 to 500 and --shared 0 or more", "for example --clients 50 --entries 200")
+        }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("depot-bench-sync-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
+        if clients > 1 { return try await runManyClients(directory: directory) }
 
         let serverStore = try await Store.open("sqlite:\(directory)/server.sqlite?durability=\(durability)")
         let items = try CollectionName("items")
@@ -155,6 +165,34 @@ struct BenchSyncCommand: DepotSubcommand {
         Console.print("settings: records=\(records) entries=\(entries) pageSize=\(pageSize) batchSize=\(batchSize) pushFields=\(pushFields) durability=\(durability) rounds=\(rounds)")
         Console.print("pull: \(Int(Self.median(pulls))) records/s (median; rounds: \(pulls.map { String(Int($0)) }.joined(separator: ", "))), \(pullRequests) requests per pull (listing pages + change feed)")
         Console.print("push: \(Int(Self.median(pushes))) entries/s (median; rounds: \(pushes.map { String(Int($0)) }.joined(separator: ", "))), \(pushRequests) requests per push (\(batchSize == 1 ? "one request per entry" : "batches of up to \(batchSize) entries, and one GET /_batch"))")
+        return ExitStatus.success
+    }
+
+    /// `--clients N`: the many-clients scenario, `rounds` times, then its figures.
+    /// - Throws: ``CLIFailure`` when a check fails.
+    private func runManyClients(directory: String) async throws -> Int32 {
+        guard let executable = Bundle.main.executablePath else {
+            throw CLIFailure.failed("cannot find this program's path to start 'depot serve'", "run depot by its path")
+        }
+        let scenario = ManyClientsScenario(clients: clients, shared: shared, entries: entries, batchSize: batchSize, pageSize: pageSize, durability: durability, directory: directory, executable: executable)
+        var rounds: [ManyClientsScenario.Round] = []
+        for round in 1...self.rounds {
+            let measured = try await scenario.run(round: round)
+            rounds.append(measured)
+            if !global.quiet {
+                Console.stderr("depot: round \(round): push \(Int(Double(measured.pushed) / measured.pushSeconds)) entries/s, pull \(Int(Double(measured.pulled) / measured.pullSeconds)) records/s, server peak RSS \(measured.serverPeakRSS.map { "\($0 >> 20) MB" } ?? "unknown")\n")
+            }
+        }
+        let pushRates = rounds.map { Double($0.pushed) / $0.pushSeconds }
+        let pullRates = rounds.map { Double($0.pulled) / $0.pullSeconds }
+        let firstRates = rounds.map { Double(clients * shared) / $0.initialPullSeconds }
+        Console.print("depot bench-sync --clients \(clients): a 'depot serve' process on 127.0.0.1 over SQLite; \(clients) clients (tasks of this process, one SQLite store and URLSession each)")
+        Console.print("settings: clients=\(clients) shared=\(shared) entries=\(entries) (per client; plus \(entries / 10) updates of shared records) pageSize=\(pageSize) batchSize=\(batchSize) durability=\(durability) rounds=\(self.rounds)")
+        Console.print("first pull: \(Int(Self.median(firstRates))) records/s over all clients (median; \(clients) × \(shared) records)")
+        Console.print("push: \(Int(Self.median(pushRates))) entries/s over all clients (median; rounds: \(pushRates.map { String(Int($0)) }.joined(separator: ", "))); entries pushed per round: \(rounds.map { String($0.pushed) }.joined(separator: ", ")); conflicts: \(rounds.map { String($0.conflicts) }.joined(separator: ", "))")
+        Console.print("pull after the push: \(Int(Self.median(pullRates))) records/s over all clients (median; rounds: \(pullRates.map { String(Int($0)) }.joined(separator: ", ")))")
+        Console.print("checks: server holds \(rounds.map { String($0.serverRecords) }.joined(separator: ", ")) records = \(shared) shared + \(clients) × \(entries): 0 lost, 0 duplicated; every client equal to the server, outboxes empty: converged")
+        Console.print("server peak RSS (VmHWM of the depot serve process): \(rounds.map { $0.serverPeakRSS.map { String(format: "%.1f MB", Double($0) / 1_048_576) } ?? "unknown" }.joined(separator: ", "))")
         return ExitStatus.success
     }
 

@@ -12,3 +12,25 @@ import Testing
         }
     }
 }
+
+/// `depot bench-sync --clients`: many clients against a `depot serve` process.
+@Suite struct BenchSyncClientsTests {
+    @Test("bench-sync --clients 6: every client converges with the server, nothing lost or duplicated, the server's peak RSS reported")
+    func manyClients() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let run = try await CLI.run(["bench-sync", "--clients", "6", "--shared", "30", "--entries", "20", "--batch-size", "7", "--page-size", "8", "--rounds", "1"], environment: ["TMPDIR": directory.path])
+        #expect(run.status == 0, "\(run)")
+        // 6 × 20 inserted, 6 × 2 updates of shared records; the command checks what it prints.
+        #expect(run.stdout.contains("entries pushed per round: 132"), "\(run)")
+        #expect(run.stdout.contains("server holds 150 records = 30 shared + 6 × 20: 0 lost, 0 duplicated"), "\(run)")
+        #expect(run.stdout.contains("converged"), "\(run)")
+        #expect(run.stdout.contains("server peak RSS (VmHWM of the depot serve process): "), "\(run)")
+        #if os(Linux)
+        #expect(!run.stdout.contains("unknown"), "/proc gives the server's VmHWM: \(run)")
+        #endif
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty, "the command removes its stores")
+        let bad = try await CLI.run(["bench-sync", "--clients", "0"])
+        #expect(bad.status == 2 && bad.stderr.contains("--clients must be 1 to 500"), "\(bad)")
+    }
+}
