@@ -53,10 +53,14 @@ public struct OutboxDrain: Sendable {
     ///
     /// Entries that wait are looked at again by the next call; the scan stops after passing
     /// over `maxCount` of them, so a long run of one record's edits costs little per batch.
-    public mutating func nextBatch(maxCount: Int) -> [OutboxEntry] {
+    ///
+    /// `inFlight` is a batch handed out earlier and not finished yet (a pipelined push):
+    /// entries of its records wait too, so a record never has two entries on the wire.
+    public mutating func nextBatch(maxCount: Int, inFlight: [OutboxEntry] = []) -> [OutboxEntry] {
         guard !halted else { return [] }
         var batch: [OutboxEntry] = []
         var inBatch: Set<String> = []
+        let busy = Set(inFlight.map(Self.key))
         var waiting: [OutboxEntry] = []
         var index = position
         while index < queue.count, batch.count < max(1, maxCount), waiting.count <= maxCount {
@@ -64,7 +68,7 @@ public struct OutboxDrain: Sendable {
             index += 1
             let key = Self.key(entry)
             if entry.state == .dead || blockedRecords.contains(key) { continue }
-            if inBatch.contains(key) || (batch.first.map { $0.collection != entry.collection } ?? false) {
+            if inBatch.contains(key) || busy.contains(key) || (batch.first.map { $0.collection != entry.collection } ?? false) {
                 waiting.append(entry)
                 continue
             }

@@ -4,30 +4,105 @@ import Foundation
 
 extension SyncCoordinator {
     /// Drains the outbox of `collections` (rounds repeat while conflicts or merges add entries).
+    ///
+    /// Batches are pipelined (Docs/Sync.md, "Batched push"): while one batch is on the wire
+    /// or being acknowledged, the next is read, encoded and sent. The two never share a
+    /// record (``OutboxDrain/nextBatch(maxCount:inFlight:)``), so a record's entries still
+    /// go out one after the other; the first batch to a server goes alone, so its limits are
+    /// asked once.
     func pushCollections(_ collections: [String], _ report: inout SyncReport) async throws {
         let names = Set(collections)
         for _ in 0..<3 {
             let entries = try await localRead { tx in try Outbox.entries(in: tx) }.filter { names.contains($0.collection) && endpoints[$0.collection] != nil }
             var drain = OutboxDrain(entries: entries)
             guard entries.contains(where: { $0.state == .pending }) else { return }
-            while !drain.halted {
-                let batch = drain.nextBatch(maxCount: pushBatchSize)
-                guard let first = batch.first else { break }
-                try Task.checkCancellation()
-                guard let endpoint = endpoints[first.collection], let collection = try? CollectionName(first.collection) else { continue }
-                if batch.count > 1, !batchMissing.contains(endpoint.baseURL.absoluteString),
-                    let outcomes = try await pushBatch(batch, collection, endpoint, &report)
-                {
-                    for (entry, outcome) in zip(batch, outcomes) { drain.finish(entry, outcome) }
-                    continue
-                }
-                // One request per entry: a batch of one, or a peer without the batch route.
-                for entry in batch where !drain.halted {
+            var inFlight: BatchInFlight?
+            do {
+                while !drain.halted {
+                    let batch = drain.nextBatch(maxCount: pushBatchSize, inFlight: inFlight?.batch ?? [])
+                    guard let first = batch.first else {
+                        // What is left may wait for the batch in flight: finish it, look again.
+                        guard let older = inFlight else { break }
+                        inFlight = nil
+                        try await finish(older, &drain, &report)
+                        continue
+                    }
                     try Task.checkCancellation()
-                    drain.finish(entry, try await pushEntry(entry, collection, endpoint, &report))
+                    guard let endpoint = endpoints[first.collection], let collection = try? CollectionName(first.collection) else { continue }
+                    let base = endpoint.baseURL.absoluteString
+                    if batch.count > 1, !batchMissing.contains(base) {
+                        let known = batchCapacities[base] != nil
+                        let started = BatchInFlight(batch: batch, collection: collection, endpoint: endpoint, task: Task {
+                            var part = SyncReport()
+                            let outcomes = try await self.pushBatch(batch, collection, endpoint, &part)
+                            return BatchResult(outcomes: outcomes, report: part)
+                        })
+                        let older = inFlight
+                        inFlight = started
+                        if let older {
+                            try await finish(older, &drain, &report)
+                        } else if !known {
+                            inFlight = nil
+                            try await finish(started, &drain, &report)
+                        }
+                        continue
+                    }
+                    // One request per entry (a batch of one, or a peer without the batch
+                    // route), after the batch in flight.
+                    if let older = inFlight {
+                        inFlight = nil
+                        try await finish(older, &drain, &report)
+                    }
+                    for entry in batch where !drain.halted {
+                        try Task.checkCancellation()
+                        drain.finish(entry, try await pushEntry(entry, collection, endpoint, &report))
+                    }
                 }
+                if let last = inFlight {
+                    inFlight = nil
+                    try await finish(last, &drain, &report)
+                }
+            } catch {
+                // Nothing runs on after the sync returns: the batch still in flight is
+                // cancelled and awaited. Its own outcome is dropped (the first error is the one
+                // thrown); its entries stay in the outbox unless their acknowledgement committed.
+                if let left = inFlight {
+                    left.task.cancel()
+                    _ = await left.task.result
+                }
+                throw error
             }
             if drain.halted { return }
+        }
+    }
+
+    /// A batch being pushed by its own task (``pushCollections(_:_:)``).
+    struct BatchInFlight {
+        var batch: [OutboxEntry]
+        var collection: CollectionName
+        var endpoint: SyncEndpoint
+        var task: Task<BatchResult, any Error>
+    }
+
+    /// What a batch's task returns: each entry's outcome (`nil`: the server has no batch
+    /// route, push them one by one) and what it counted.
+    struct BatchResult: Sendable {
+        var outcomes: [OutboxDrain.Outcome]?
+        var report: SyncReport
+    }
+
+    /// Waits for `flight`, adds what it counted to `report` and its outcomes to `drain`; when
+    /// the server turned out to have no batch route, pushes its entries one request each.
+    private func finish(_ flight: BatchInFlight, _ drain: inout OutboxDrain, _ report: inout SyncReport) async throws {
+        let result = try await flight.task.value
+        report.add(result.report)
+        if let outcomes = result.outcomes {
+            for (entry, outcome) in zip(flight.batch, outcomes) { drain.finish(entry, outcome) }
+            return
+        }
+        for entry in flight.batch where !drain.halted {
+            try Task.checkCancellation()
+            drain.finish(entry, try await pushEntry(entry, flight.collection, flight.endpoint, &report))
         }
     }
 

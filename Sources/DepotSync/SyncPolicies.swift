@@ -114,4 +114,16 @@ public struct SyncReport: Sendable, Hashable {
 
     /// Makes an empty report.
     public init() {}
+
+    /// Adds what `other` counted (every count but ``pendingLeft`` and ``deadLeft``, which
+    /// describe the outbox at the end) and its failures: the report of work done in parts.
+    mutating func add(_ other: SyncReport) {
+        pulled += other.pulled
+        remoteDeletions += other.remoteDeletions
+        pushed += other.pushed
+        deadLettered += other.deadLettered
+        conflicts += other.conflicts
+        retries += other.retries
+        failures += other.failures
+    }
 }
