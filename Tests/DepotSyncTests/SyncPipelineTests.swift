@@ -51,6 +51,21 @@ struct SyncPipelineTests {
         }
     }
 
+    @Test("the drain leaves out the records of the batch in flight; they come once it is finished")
+    func drainLeavesOutRecordsInFlight() {
+        func entry(_ seq: Int64, _ id: RecordID) -> OutboxEntry {
+            OutboxEntry(seq: seq, collection: "c", recordID: id, operation: .upsert, fields: [:], idempotencyKey: "k\(seq)", state: .pending)
+        }
+        var drain = OutboxDrain(entries: [entry(1, 1), entry(2, 2), entry(3, 1), entry(4, 3), entry(5, 2), entry(6, 4)])
+        let first = drain.nextBatch(maxCount: 2)
+        #expect(first.map(\.seq) == [1, 2])
+        let second = drain.nextBatch(maxCount: 2, inFlight: first)
+        #expect(second.map(\.seq) == [4, 6])  // 3 and 5 are records 1 and 2, in flight
+        for e in first { drain.finish(e, .pushed) }
+        #expect(drain.nextBatch(maxCount: 2, inFlight: second).map(\.seq) == [3, 5])
+        #expect(drain.nextBatch(maxCount: 2).isEmpty)
+    }
+
     @Test("two batches on the wire at once, never three; each record's edits in order: every record ends at its last edit, no conflict")
     func twoInFlightInOrder() async throws {
         try await withSyncServer { _, serverDriver, url in
