@@ -253,11 +253,12 @@ struct RequestHandler: Sendable {
         guard let record, link.map({ record[$0.field] == $0.value }) ?? true else {
             throw HTTPFailure.notFound("No record \(id) in \(collection.rawValue).")
         }
-        let etag = WireETag.of(record)
+        let text = record.jsonText
+        let etag = WireETag.of(jsonText: text)
         if let none = request.headers["if-none-match"], WireETag.ifMatch(none, admits: etag) {
             return WireResponse(status: 304, headers: [("ETag", etag)], body: "")
         }
-        return .json(200, record.jsonText, [("ETag", etag)])
+        return .json(200, text, [("ETag", etag)])
     }
 
     // MARK: Writing
@@ -307,10 +308,9 @@ struct RequestHandler: Sendable {
             } else {
                 id = try tx.insert(fields: fieldsToWrite, into: collection)
             }
-            let record = Record(id: id, fields: fieldsToWrite)
-            let etag = WireETag.of(record)
+            let text = Record(id: id, fields: fieldsToWrite).jsonText
             let location = "/" + collection.rawValue + "/" + Self.pathText(id)
-            return .json(201, record.jsonText, [("ETag", etag), ("Location", location)])
+            return .json(201, text, [("ETag", WireETag.of(jsonText: text)), ("Location", location)])
         }
     }
 
@@ -344,8 +344,8 @@ struct RequestHandler: Sendable {
                 }
             }
             try tx.update(record, in: collection)
-            let etag = WireETag.of(record)
-            return .json(200, record.jsonText, [("ETag", etag)])
+            let text = record.jsonText
+            return .json(200, text, [("ETag", WireETag.of(jsonText: text))])
         }
     }
 
@@ -383,7 +383,8 @@ struct RequestHandler: Sendable {
                 throw HTTPFailure.badRequest("Idempotency-Key must be 1 to 255 printable ASCII characters.")
             }
         }
-        let fingerprint = request.method + " " + request.path + " " + WireETag.hash(request.body) + " " + (request.headers["if-match"] ?? "")
+        // Only a keyed write is ever compared with an earlier one.
+        let fingerprint = key == nil ? "" : request.method + " " + request.path + " " + WireETag.hash(request.body) + " " + (request.headers["if-match"] ?? "")
         return PlannedWrite(key: key, fingerprint: fingerprint, body: body)
     }
 

@@ -10,19 +10,39 @@ import DepotCore
 public enum WireETag {
     /// The strong ETag of `record`, quotes included. Every record has one.
     public static func of(_ record: Record) -> String {
-        "\"" + hash(record.jsonText.utf8) + "\""
+        of(jsonText: record.jsonText)
+    }
+
+    /// The strong ETag of the record whose canonical JSON is `jsonText` (its
+    /// ``DepotCore/Record/jsonText``), for a caller that needs the text too and serializes once.
+    public static func of(jsonText: String) -> String {
+        "\"" + hash(jsonText.utf8) + "\""
     }
 
     /// The 64-bit FNV-1a hash of `bytes` as 16 hex digits (not a security hash: it detects
-    /// change, it does not resist forgery).
+    /// change, it does not resist forgery). Contiguous bytes (`Data`, a native string's UTF-8)
+    /// are read in place.
     public static func hash(_ bytes: some Sequence<UInt8>) -> String {
+        let hash = bytes.withContiguousStorageIfAvailable(fnv1a) ?? {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in bytes {
+                hash ^= UInt64(byte)
+                hash = hash &* 0x0000_0100_0000_01B3
+            }
+            return hash
+        }()
+        let hex = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// FNV-1a, 64 bits, over `buffer`.
+    private static func fnv1a(_ buffer: UnsafeBufferPointer<UInt8>) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes {
+        for byte in buffer {
             hash ^= UInt64(byte)
             hash = hash &* 0x0000_0100_0000_01B3
         }
-        let hex = String(hash, radix: 16)
-        return String(repeating: "0", count: 16 - hex.count) + hex
+        return hash
     }
 
     /// `true` when an `If-Match` header value admits `current` (the record's tag, or `nil`
