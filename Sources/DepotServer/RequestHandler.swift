@@ -293,7 +293,6 @@ struct RequestHandler: Sendable {
             givenID = nil
         }
         let fieldsToWrite = fields
-        let newUUID = UUID().canonicalText
         return try Self.plan(request) { tx in
             let id: RecordID
             if let givenID {
@@ -303,7 +302,8 @@ struct RequestHandler: Sendable {
                 try tx.insert(Record(id: givenID, fields: fieldsToWrite), into: collection)
                 id = givenID
             } else if try tx.schema(of: collection)?.idKind == .string {
-                id = .string(newUUID)
+                // A new id per attempt: an attempt that does not commit leaves nothing behind.
+                id = .string(UUID.random().canonicalText)
                 try tx.insert(Record(id: id, fields: fieldsToWrite), into: collection)
             } else {
                 id = try tx.insert(fields: fieldsToWrite, into: collection)

@@ -129,7 +129,7 @@ public enum Outbox {
     public static let recordIndex = IndexDefinition([OutboxEntry.Key.collection, OutboxEntry.Key.recordID], name: "depot_outbox_record")
 
     /// A fresh idempotency key: a UUID in its canonical text (``DepotCore/UUID/canonicalText``).
-    public static func newIdempotencyKey() -> String { UUID().canonicalText }
+    public static func newIdempotencyKey() -> String { UUID.random().canonicalText }
 
     /// Appends an entry for a write to `collection` and returns it.
     /// - Throws: what the transaction throws.
