@@ -89,6 +89,18 @@ struct CLITests {
         #expect(help.stdout.contains("Exit status") && help.stdout.contains("usage error"))
         let badPort = try await CLI.run(["serve", "memory:", "--port", "70000"])
         #expect(badPort.status == 2, "\(badPort)")
+        // A bad --retention is refused before anything is opened or bound: status 2, one line.
+        for (args, message) in [
+            (["--retention", "7w"], "depot: --retention '7w': unknown unit 'w' (write a whole number and a unit: s, m, h or d"),
+            (["--retention=-1d"], "depot: --retention '-1d': a duration cannot be negative ("),
+            (["--retention", "0s"], "depot: --retention '0s': must be more than zero (use --retention forever"),
+            (["--retention", "forever", "--retention-sweep", "forever"], "depot: --retention-sweep 'forever': expected a number first ("),
+        ] {
+            let bad = try await CLI.run(["serve", "memory:", "--port", "0"] + args)
+            #expect(bad.status == 2, "depot serve \(args): \(bad)")
+            #expect(bad.stderr.hasPrefix(message) && bad.stderr.split(separator: "\n").count == 1, "depot serve \(args): \(bad)")
+            #expect(!bad.stderr.contains("serving"), "depot serve \(args) must not start: \(bad)")
+        }
         let refused = try await CLI.run(["sync", "memory:", "--remote", "http://127.0.0.1:1", "--collection", "books"])
         #expect(refused.status == 1, "\(refused)")
         #expect(refused.stderr.hasPrefix("depot: "), "one line saying what went wrong: \(refused)")
