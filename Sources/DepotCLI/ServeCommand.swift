@@ -10,17 +10,20 @@ struct ServeCommand: DepotSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Serve a store over HTTP (json-server conventions, ETags, idempotency keys, a change feed).",
-        usage: "depot serve [STORE] [--host H] [--port P] [--files DIR]",
+        usage: "depot serve [STORE] [--host H] [--port P] [--files DIR] [--retention DURATION] [--retention-sweep DURATION]",
         discussion: """
             Binds to loopback (127.0.0.1) unless --host says otherwise; --port 0 picks a free \
             port. Prints the address it listens on, then serves until interrupted (Ctrl-C). \
             Routes: GET/POST /NAME, GET/PUT/PATCH/DELETE /NAME/ID, nested GET /NAME/ID/OTHER, \
             GET /_changes?since=CURSOR&limit=N. With --files DIR, also GET/HEAD/PUT/DELETE \
-            /_files/NAME and GET /_files (Docs/Remote.md, "Files"). See Docs/Server.md.
+            /_files/NAME and GET /_files (Docs/Remote.md, "Files"). Idempotency records and \
+            change-feed tombstones are kept for --retention (default 7d; 'forever' keeps them) \
+            and removed every --retention-sweep (default 1h). See Docs/Server.md.
 
             Example:
               depot serve sqlite:app.db --port 8080
               depot serve sqlite:app.db --files ./files
+              depot serve sqlite:app.db --retention 30d --retention-sweep 6h
             """
     )
 
@@ -39,6 +42,12 @@ struct ServeCommand: DepotSubcommand {
     @Option(help: ArgumentHelp("The largest file accepted by /_files, in bytes.", valueName: "BYTES"))
     var maxFileSize: Int64 = 4 << 30
 
+    @Option(help: ArgumentHelp("How long idempotency keys and deletions in the change feed are kept: a number and s, m, h or d (90s, 12h, 7d), or 'forever'.", valueName: "DURATION"))
+    var retention = "7d"
+
+    @Option(help: ArgumentHelp("How often expired idempotency keys and deletions are removed: a number and s, m, h or d.", valueName: "DURATION"))
+    var retentionSweep = "1h"
+
     @OptionGroup var global: GlobalOptions
 
     func execute(_ context: CommandContext) async throws -> Int32 {
@@ -47,10 +56,14 @@ struct ServeCommand: DepotSubcommand {
             throw CLIFailure.usage("--port must be between 0 and 65535", "use 0 to pick a free port")
         }
         guard maxFileSize > 0 else { throw CLIFailure.usage("--max-file-size must be positive", "for example --max-file-size 1073741824") }
+        let window = try DurationOption.retention(retention)
+        let sweepInterval = try DurationOption.interval(retentionSweep, option: "--retention-sweep")
         let store = try await StoreArguments.open(stores[0], context, mustExist: false)
         var configuration = DepotServer.Configuration(host: host, port: port)
         configuration.filesDirectory = files
         configuration.maxFileSize = maxFileSize
+        configuration.retention = window
+        configuration.retentionSweepInterval = sweepInterval
         let server = DepotServer(store: store, configuration: configuration)
         let shown = StoreArguments.shown(stores[0])
         let quiet = global.quiet

@@ -69,16 +69,23 @@ extension FuzzTarget {
         return accepted
     }
 
-    /// The small option parsers: `--sort`, `--types`, `--unique`/`--index` field lists.
+    /// The small option parsers: `--sort`, `--types`, `--unique`/`--index` field lists,
+    /// `--retention`/`--retention-sweep` durations (between 1 s and 100 years, or `forever`).
     public static let cliOptions = FuzzTarget(
-        name: "cli-options", summary: "WhereParser.sortKey, CSV.types, FieldListOption.fields (DepotCLIParsers): --sort, --types, --unique",
-        seeds: ["year:desc", "a:int,b:string", "a,b", "id"].map { Array(utf8: $0) },
-        dictionary: [":", ",", "asc", "desc", "int", "double", "bool", "string", " "].map { Array(utf8: $0) }
+        name: "cli-options", summary: "WhereParser.sortKey, CSV.types, FieldListOption.fields, DurationOption (DepotCLIParsers): --sort, --types, --unique, --retention",
+        seeds: ["year:desc", "a:int,b:string", "a,b", "id", "7d", "90s", "forever"].map { Array(utf8: $0) },
+        dictionary: [":", ",", "asc", "desc", "int", "double", "bool", "string", " ", "s", "m", "h", "d", "forever", "36500"].map { Array(utf8: $0) }
     ) { bytes throws(FuzzViolation) in
         let text = String(decoding: bytes, as: UTF8.self)
         let sort = try FuzzContract.expecting(CLIFailure.self) { try WhereParser.sortKey(text) }
         let types = try FuzzContract.expecting(CLIFailure.self) { try CSV.types(text) }
         let fields = try FuzzContract.expecting(CLIFailure.self) { try FieldListOption.fields(text, option: "--unique") }
-        return sort != nil || types != nil || fields != nil
+        let retention = try FuzzContract.expecting(CLIFailure.self) { try DurationOption.retention(text) }
+        let seconds = try FuzzContract.expecting(CLIFailure.self) { try DurationOption.seconds(text, option: "--retention-sweep", forever: false) }
+        if let seconds { try FuzzContract.require((1...DurationOption.maxSeconds).contains(seconds), "a duration outside 1 s ... 100 years was accepted") }
+        if let window = retention, let window {
+            try FuzzContract.require(window >= .seconds(1) && window <= .seconds(DurationOption.maxSeconds), "a retention outside 1 s ... 100 years was accepted")
+        }
+        return sort != nil || types != nil || fields != nil || retention != nil || seconds != nil
     }
 }

@@ -1,7 +1,11 @@
 import Depot
 import DepotCLIParsers
+import DepotConformance
 import Foundation
 import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 @testable import DepotCLI
 
@@ -89,6 +93,18 @@ struct CLITests {
         #expect(help.stdout.contains("Exit status") && help.stdout.contains("usage error"))
         let badPort = try await CLI.run(["serve", "memory:", "--port", "70000"])
         #expect(badPort.status == 2, "\(badPort)")
+        // A bad --retention is refused before anything is opened or bound: status 2, one line.
+        for (args, message) in [
+            (["--retention", "7w"], "depot: --retention '7w': unknown unit 'w' (write a whole number and a unit: s, m, h or d"),
+            (["--retention=-1d"], "depot: --retention '-1d': a duration cannot be negative ("),
+            (["--retention", "0s"], "depot: --retention '0s': must be more than zero (use --retention forever"),
+            (["--retention", "forever", "--retention-sweep", "forever"], "depot: --retention-sweep 'forever': expected a number first ("),
+        ] {
+            let bad = try await CLI.run(["serve", "memory:", "--port", "0"] + args)
+            #expect(bad.status == 2, "depot serve \(args): \(bad)")
+            #expect(bad.stderr.hasPrefix(message) && bad.stderr.split(separator: "\n").count == 1, "depot serve \(args): \(bad)")
+            #expect(!bad.stderr.contains("serving"), "depot serve \(args) must not start: \(bad)")
+        }
         let refused = try await CLI.run(["sync", "memory:", "--remote", "http://127.0.0.1:1", "--collection", "books"])
         #expect(refused.status == 1, "\(refused)")
         #expect(refused.stderr.hasPrefix("depot: "), "one line saying what went wrong: \(refused)")
@@ -97,6 +113,55 @@ struct CLITests {
         let bench = try await CLI.run(["bench", "--drivers", "oracle"])
         #expect(bench.status == 2, "\(bench)")
         #expect(bench.stderr.contains("Unknown driver 'oracle'"), "\(bench)")
+    }
+
+    @Test("depot serve --retention 2s --retention-sweep 1s forgets an idempotency key between 2 s and a few seconds after its write")
+    func serveRetentionReachesTheServer() async throws {
+        // A port free when chosen can be taken before the server binds it: a server that is not
+        // running once its port answers is started again on another port (up to five times).
+        var started: (server: ChildProcess, port: Int)?
+        var lastWords = ""
+        for _ in 0..<5 where started == nil {
+            let port = try ExampleAppTests.unusedPort()
+            let args = ["serve", "memory:", "--port", String(port), "--quiet", "--retention", "2s", "--retention-sweep", "1s"]
+            let child = try ChildProcess(path: try CLI.executable(), arguments: args)
+            if try await ExampleAppTests.answers(port), child.isRunning {
+                started = (child, port)
+            } else {
+                child.kill(SIGTERM)
+                let result = await child.exit()
+                lastWords = "port \(port): \(result.status), standard error: \(result.errorText.suffix(300))"
+            }
+        }
+        let (server, port) = try #require(started, "depot serve did not answer (\(lastWords))")
+        defer {
+            server.kill(SIGTERM)
+            _ = server.waitForExit()
+        }
+        let url = try #require(URL(string: "http://127.0.0.1:\(port)/notes"))
+        func post(_ body: String) async throws -> Int {
+            var request = URLRequest(url: url)
+            request.httpMethod = "POST"
+            request.setValue("retention-test-key", forHTTPHeaderField: "Idempotency-Key")
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(body.utf8)
+            request.timeoutInterval = 5
+            let (_, response) = try await URLSession.shared.data(for: request)
+            return try #require(response as? HTTPURLResponse).statusCode
+        }
+        let written = ContinuousClock.now
+        #expect(try await post(#"{"id":"a"}"#) == 201)
+        // The same key with another request: 422 while the key is remembered (Docs/Server.md,
+        // "Idempotency keys"), applied once the sweep has removed it.
+        #expect(try await post(#"{"id":"b"}"#) == 422, "the key is remembered at first")
+        var status = 422
+        while status == 422, ContinuousClock.now - written < .seconds(20) {
+            try await Task.sleep(for: .milliseconds(200))
+            status = try await post(#"{"id":"b"}"#)
+        }
+        let forgotten = ContinuousClock.now - written
+        #expect(status == 201, "the key was still remembered \(forgotten) after its write (status \(status)): --retention or --retention-sweep did not reach the server")
+        #expect(forgotten >= .seconds(2), "the key was forgotten after \(forgotten), before the 2 s retention")
     }
 
     @Test("bench --stream-store streams a store's items in its own process and prints what it measured")

@@ -28,13 +28,15 @@ struct SyncFaultTests {
         let transport: FaultyTransport
         var coordinator: SyncCoordinator
         let url: URL
+        let policy: ConflictPolicy
         var notes: [String: [String: FieldValue]] = [:]  // own note id -> fields
         var tasks: [String: [String: FieldValue]] = [:]  // own task tag -> fields
         var counter = 0
 
-        init(label: String, url: URL, seed: UInt64, rate: Double) async throws {
+        init(label: String, url: URL, seed: UInt64, rate: Double, policy: ConflictPolicy = .serverWins) async throws {
             self.label = label
             self.url = url
+            self.policy = policy
             transport = FaultyTransport(seed: seed, rate: rate)
             store = try await clientStore()
             coordinator = SyncCoordinator(store: store)
@@ -44,7 +46,7 @@ struct SyncFaultTests {
         /// A new process over the same store: a new coordinator, attachments read again.
         func restart() async throws {
             coordinator = SyncCoordinator(
-                store: store, transport: transport, conflictPolicy: .serverWins,
+                store: store, transport: transport, conflictPolicy: policy,
                 retryPolicy: RetryPolicy(baseDelay: .milliseconds(1), maxDelay: .milliseconds(20), maxAttempts: 4),
                 sleeper: RecordingSleeper(), random: SeededRandomSource(seed: UInt64(counter) &+ 99)
             )
@@ -57,28 +59,10 @@ struct SyncFaultTests {
 
     @Test("two clients converge: identical data, 0 lost, 0 duplicated, outboxes empty", arguments: seeds)
     func converge(seed: UInt64) async throws {
-        let serverFaultsOn = Locked(true)
-        let plan = ServerFaults.seeded(seed: seed &* 7919, rate: 0.12)
-        let serverFaultCount = Locked(0)
         // Batches seen by the server, and batches it cut in half (applied the first half,
         // lost the answer): both must happen for the run to prove anything about batches.
-        // Besides the seeded mix (whose draws depend on how requests interleave), every
-        // eighth batch while faults are on is cut in half.
-        let batches = Locked((sent: 0, cut: 0))
-        let faults = ServerFaults { method, path in
-            let isBatch = method == "POST" && path == "/_batch"
-            let ordinal = isBatch ? batches.withLock { b -> Int in
-                b.sent += 1
-                return b.sent
-            } : 0
-            guard serverFaultsOn.withLock({ $0 }) else { return nil }
-            let fault = ordinal % 8 == 4 ? .loseResponseMidBatch : plan.decide(method, path)
-            guard let fault else { return nil }
-            serverFaultCount.withLock { $0 += 1 }
-            if isBatch, fault == .loseResponseMidBatch { batches.withLock { $0.cut += 1 } }
-            return fault
-        }
-        try await withSyncServer(faults: faults) { _, serverDriver, url in
+        let server = SeededServerFaults(seed: seed &* 7919, rate: 0.12)
+        try await withSyncServer(faults: server.faults) { _, serverDriver, url in
             let random = SeededRandomSource(seed: seed)
             let clients = [
                 try await Client(label: "A", url: url, seed: seed &+ 1000, rate: 0.12),
@@ -114,7 +98,7 @@ struct SyncFaultTests {
                 }
             }
             // Back online, faults off: sync until everything has settled.
-            serverFaultsOn.withLock { $0 = false }
+            server.setOn(false)
             for client in clients { client.transport.setOffline(false) }
             let quiet = FaultyTransportSwitch.off(clients)
             for _ in 0..<4 {
@@ -134,20 +118,10 @@ struct SyncFaultTests {
                 for (id, fields) in client.notes { expectedNotes[.string(id)] = fields }
                 for (tag, fields) in client.tasks { expectedTags[tag] = fields }
             }
-            var actualNotes: [RecordID: [String: FieldValue]] = [:]
-            for record in serverNotes { actualNotes[record.id] = record.fields }
-            let lostNotes = expectedNotes.filter { actualNotes[$0.key] != $0.value }.count
-            let extraNotes = actualNotes.filter { expectedNotes[$0.key] == nil }.count
-            var tagCounts: [String: Int] = [:]
-            var actualTags: [String: [String: FieldValue]] = [:]
-            for record in serverTasks {
-                let tag = record["tag"].stringValue ?? "?"
-                tagCounts[tag, default: 0] += 1
-                actualTags[tag] = record.fields
-            }
-            let duplicated = tagCounts.values.filter { $0 > 1 }.count
-            let lostTasks = expectedTags.filter { actualTags[$0.key] != $0.value }.count
-            let extraTasks = actualTags.filter { expectedTags[$0.key] == nil }.count
+            let tally = SyncTally(serverNotes: serverNotes, serverTasks: serverTasks, expectedNotes: expectedNotes, expectedTags: expectedTags)
+            let (lostNotes, extraNotes) = (tally.lostNotes, tally.extraNotes)
+            let (lostTasks, extraTasks, duplicated) = (tally.lostTasks, tally.extraTasks, tally.duplicatedTasks)
+            let (actualTags, tagCounts) = (tally.actualTags, tally.tagCounts)
             if lostTasks + extraTasks + duplicated > 0, ProcessInfo.processInfo.environment["DEPOT_SYNC_DEBUG"] != nil {
                 for (tag, fields) in expectedTags.sorted(by: { $0.key < $1.key }) where actualTags[tag] != fields {
                     let keys = try await serverDriver.read { tx in try tx.query(Query(), in: WireCollections.idempotency) }
@@ -159,7 +133,7 @@ struct SyncFaultTests {
                 for (tag, fields) in actualTags where expectedTags[tag] == nil { print("seed \(seed) unexpected \(tag) = \(FieldValue.object(fields))") }
                 for (tag, n) in tagCounts where n > 1 { print("seed \(seed) duplicated \(tag) x\(n)") }
             }
-            let batchCounts = batches.withLock { $0 }
+            let batchCounts = server.batches.withLock { $0 }
             #expect(batchCounts.sent > 0 && batchCounts.cut > 0, "seed \(seed): batches sent \(batchCounts.sent), cut in half \(batchCounts.cut)")
             #expect(lostNotes == 0 && extraNotes == 0, "seed \(seed): notes lost \(lostNotes), unexpected \(extraNotes)")
             #expect(lostTasks == 0 && extraTasks == 0 && duplicated == 0, "seed \(seed): tasks lost \(lostTasks), unexpected \(extraTasks), duplicated \(duplicated)")
@@ -169,7 +143,7 @@ struct SyncFaultTests {
                 totals["seeds", default: 0] += 1
                 totals["operations", default: 0] += Self.operations
                 totals["kills", default: 0] += kills
-                totals["server.faults", default: 0] += serverFaultCount.withLock { $0 }
+                totals["server.faults", default: 0] += server.count.withLock { $0 }
                 totals["server.batches", default: 0] += batchCounts.sent
                 totals["server.batchesCutInHalf", default: 0] += batchCounts.cut
                 totals["offlineToggles", default: 0] += offlineToggles

@@ -66,6 +66,7 @@ final class FaultyTransport: HTTPTransport {
 
     func setOffline(_ value: Bool) { offline.withLock { $0 = value } }
     func disable() { enabled.withLock { $0 = false } }
+    func enable() { enabled.withLock { $0 = true } }
     func bump(_ key: String) { counts.withLock { $0[key, default: 0] += 1 } }
 
     func send(_ request: HTTPRequestSpec) async throws -> HTTPAnswer {
@@ -89,6 +90,69 @@ final class FaultyTransport: HTTPTransport {
             return try await inner.send(request)
         }
         return try await inner.send(request)
+    }
+}
+
+/// The server side of the seeded fault tests: while `on`, `ServerFaults.seeded(seed:rate:)`
+/// decides each request's fault, and besides that every eighth `POST /_batch` is cut in half
+/// (its first half applied, the answer lost), so each run cuts batches whatever the seeded
+/// draws (which depend on how requests interleave). Counts the faults and the batches.
+final class SeededServerFaults: Sendable {
+    let on = Locked(true)
+    /// Faults injected.
+    let count = Locked(0)
+    /// Batches seen by the server (also while off), and batches it cut in half.
+    let batches = Locked((sent: 0, cut: 0))
+    let plan: ServerFaults
+
+    init(seed: UInt64, rate: Double) { plan = ServerFaults.seeded(seed: seed, rate: rate) }
+
+    func setOn(_ value: Bool) { on.withLock { $0 = value } }
+
+    /// The faults to give `DepotServer.Configuration`.
+    var faults: ServerFaults {
+        ServerFaults { [self] method, path in
+            let isBatch = method == "POST" && path == "/_batch"
+            let ordinal = isBatch ? batches.withLock { b -> Int in
+                b.sent += 1
+                return b.sent
+            } : 0
+            guard on.withLock({ $0 }) else { return nil }
+            let fault = ordinal % 8 == 4 ? .loseResponseMidBatch : plan.decide(method, path)
+            guard let fault else { return nil }
+            count.withLock { $0 += 1 }
+            if isBatch, fault == .loseResponseMidBatch { batches.withLock { $0.cut += 1 } }
+            return fault
+        }
+    }
+}
+
+/// The end state of a fault test against the truth: notes by id (client-assigned ids) and
+/// tasks by their `tag` field (server-assigned ids, so a task the server holds twice shows as
+/// a duplicated tag).
+struct SyncTally {
+    /// Expected notes that are missing or different on the server, and notes it holds that
+    /// were not expected.
+    var lostNotes = 0, extraNotes = 0
+    /// The same for tasks, and tags the server holds more than once.
+    var lostTasks = 0, extraTasks = 0, duplicatedTasks = 0
+    /// The server's tasks by tag (the last one of a duplicated tag), and how many per tag.
+    var actualTags: [String: [String: FieldValue]] = [:]
+    var tagCounts: [String: Int] = [:]
+
+    init(serverNotes: [Record], serverTasks: [Record], expectedNotes: [RecordID: [String: FieldValue]], expectedTags: [String: [String: FieldValue]]) {
+        var actualNotes: [RecordID: [String: FieldValue]] = [:]
+        for record in serverNotes { actualNotes[record.id] = record.fields }
+        lostNotes = expectedNotes.filter { actualNotes[$0.key] != $0.value }.count
+        extraNotes = actualNotes.filter { expectedNotes[$0.key] == nil }.count
+        for record in serverTasks {
+            let tag = record["tag"].stringValue ?? "?"
+            tagCounts[tag, default: 0] += 1
+            actualTags[tag] = record.fields
+        }
+        duplicatedTasks = tagCounts.values.filter { $0 > 1 }.count
+        lostTasks = expectedTags.filter { actualTags[$0.key] != $0.value }.count
+        extraTasks = actualTags.filter { expectedTags[$0.key] == nil }.count
     }
 }
 
