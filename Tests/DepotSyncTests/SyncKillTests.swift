@@ -8,7 +8,7 @@ import DepotWire
 import Foundation
 import Testing
 
-/// Two sync clients as real processes (`depot-crash-helper sync`, each over its own SQLite
+/// Two (and, in a second test, ten) sync clients as real processes (`depot-crash-helper sync`, each over its own SQLite
 /// store) against DepotServer on loopback, killed with SIGKILL at seeded moments — many of
 /// them while one of their requests is in flight (the server caught it and holds it) — and
 /// restarted over the same store files, again and again. Each client inserts, edits and
@@ -36,17 +36,28 @@ struct SyncKillTests {
 
     @Test("killed client processes converge: identical data, 0 lost, 0 duplicated, outboxes empty", arguments: seeds)
     func killedClientsConverge(seed: UInt64) async throws {
+        try await Self.run(seed: seed, clientCount: 2, operations: Self.operations)
+    }
+
+    /// Ten client processes at once (issue 25's "at least 10 separate processes"), each killed
+    /// and restarted as above: `DEPOT_SYNC_KILL_TEN_OPS` writes in all (default 200).
+    @Test("ten killed client processes at once converge: identical data, 0 lost, 0 duplicated, outboxes empty")
+    func tenKilledClientsConverge() async throws {
+        let operations = Int(Self.environment["DEPOT_SYNC_KILL_TEN_OPS"] ?? "") ?? 200
+        try await Self.run(seed: Self.firstSeed == 1 ? 1_000 : UInt64(Self.firstSeed), clientCount: 10, operations: operations)
+    }
+
+    /// One run: `clientCount` client processes (labels A, B, …), `operations` writes in all.
+    static func run(seed: UInt64, clientCount: Int, operations: Int) async throws {
         let helper = try CrashTrials.helperPath()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("depot-sync-kill-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let serverDriver = MemoryDriver()
         let serverStore = try await Store(driver: serverDriver)
-        let perClient = Int64(max(1, Self.operations / 2))
-        let clients = [
-            KillClient(label: "A", store: "sqlite:\(directory)/a.sqlite", seed: seed, writes: perClient),
-            KillClient(label: "B", store: "sqlite:\(directory)/b.sqlite", seed: seed, writes: perClient),
-        ]
+        let perClient = Int64(max(1, operations / clientCount))
+        let labels = (0..<clientCount).map { String(UnicodeScalar(UInt8(65 + $0))) }  // A, B, …
+        let clients = labels.map { KillClient(label: $0, store: "sqlite:\(directory)/\($0.lowercased()).sqlite", seed: seed, writes: perClient) }
         // One server per client over the same store, so the test knows whose request arrived.
         var servers: [DepotServer] = []
         do {
@@ -59,9 +70,10 @@ struct SyncKillTests {
                 for client in clients { group.addTask { try await client.runUntilDone(helper: helper) } }
                 try await group.waitForAll()
             }
-            // A clean sync: no faults, no kills; A, then B (which pulls A's last writes), then A again.
+            // A clean sync: no faults, no kills; every client in turn, then all but the last
+            // again (each pulls what the ones after it pushed).
             for client in clients { client.wire.faultsOn.withLock { $0 = false } }
-            for client in [clients[0], clients[1], clients[0]] { try await client.settle(helper: helper) }
+            for client in clients + clients.dropLast() { try await client.settle(helper: helper) }
         } catch {
             for server in servers { await server.stop() }
             throw error
@@ -104,7 +116,7 @@ struct SyncKillTests {
         #expect(lostTasks.isEmpty && extraTasks.isEmpty, "seed \(seed): tasks lost \(lostTasks.keys.sorted()), unexpected \(extraTasks.keys.sorted())")
         #expect(duplicated.isEmpty, "seed \(seed): tasks on the server more than once: \(duplicated)")
         let committed = clients.reduce(0) { $0 + Int($1.committed) }
-        #expect(committed == 2 * Int(perClient), "seed \(seed): every write was committed")
+        #expect(committed == clientCount * Int(perClient), "seed \(seed): every write was committed")
         // What the app saw along the way: its own records exactly as it wrote them (no
         // duplicate, no resurrection, no missing or changed record), checked before each write.
         // (It once found a deleted task coming back locally after kills: see Docs/Sync.md,
@@ -123,7 +135,8 @@ struct SyncKillTests {
             figures["serverWriteRequests", default: 0] += client.wire.state.withLock { $0.writes }
             figures["serverFaultsInjected", default: 0] += client.wire.state.withLock { $0.injected }
         }
-        print("sync kill seed \(seed): \(figures.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
+        print("sync kill seed \(seed), \(clientCount) clients: \(figures.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
+        guard clientCount == 2 else { return }
         Self.totals.withLock { totals in
             for (key, value) in figures { totals[key, default: 0] += value }
             if totals["seeds"] == Self.seeds.count {
@@ -221,7 +234,7 @@ final class KillClient: @unchecked Sendable {
         self.label = label
         self.store = store
         self.writes = writes
-        let salt: UInt64 = label == "A" ? 1 : 2
+        let salt = UInt64(label.utf8.first.map { $0 &- 64 } ?? 0)  // A 1, B 2, …
         wire = KillWire(seed: seed &* 7919 &+ salt)
         random = SeededRandomSource(seed: seed &* 104_729 &+ salt)
     }
