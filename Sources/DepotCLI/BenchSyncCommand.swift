@@ -16,7 +16,7 @@ struct BenchSyncCommand: DepotSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "bench-sync",
         abstract: "Benchmark sync over loopback: pull N records from a DepotServer, push M outbox entries.",
-        usage: "depot bench-sync [--records N] [--entries N] [--page-size N] [--batch-size N] [--push-fields N] [--rounds N] [--durability full|normal] [--clients N --shared N]",
+        usage: "depot bench-sync [--records N] [--entries N] [--page-size N] [--batch-size N] [--push-fields N] [--pull-fields N] [--rounds N] [--durability full|normal] [--clients N --shared N]",
         discussion: """
             Starts a DepotServer on 127.0.0.1 (ephemeral port) over a temporary SQLite store \
             holding --records records, then per round: pulls them all into a new SQLite store \
@@ -45,6 +45,9 @@ struct BenchSyncCommand: DepotSubcommand {
     @Option(help: "Fields of each pushed record (2 to 20; 2 is the first version's workload).")
     var pushFields = 2
 
+    @Option(help: "Fields of each record on the server, pulled (4 to 20; 4 is the first version's workload).")
+    var pullFields = 4
+
     @Option(help: ArgumentHelp("Many clients instead: N clients (tasks, each with its own SQLite store) pull --shared records from a 'depot serve' process, each inserts --entries records and updates --entries/10 shared ones offline, all push at once, all pull at once; checks 0 lost, 0 duplicated, converged; reports throughput and the server's peak RSS. 1: the pull and push of one client.", valueName: "N"))
     var clients = 1
 
@@ -63,9 +66,9 @@ struct BenchSyncCommand: DepotSubcommand {
         guard durability == "full" || durability == "normal" else {
             throw CLIFailure.usage("--durability must be full or normal", "write --durability full or --durability normal")
         }
-        guard records >= 1, entries >= 1, rounds >= 1, batchSize >= 1, (1...10_000).contains(pageSize), (2...20).contains(pushFields) else {
+        guard records >= 1, entries >= 1, rounds >= 1, batchSize >= 1, (1...10_000).contains(pageSize), (2...20).contains(pushFields), (4...20).contains(pullFields) else {
             throw CLIFailure.usage(
-                "--records, --entries, --batch-size and --rounds must be 1 or more, --page-size 1 to 10000, --push-fields 2 to 20",
+                "--records, --entries, --batch-size and --rounds must be 1 or more, --page-size 1 to 10000, --push-fields 2 to 20, --pull-fields 4 to 20",
                 "for example --records 10000 --entries 1000")
         }
         guard (1...500).contains(clients), shared >= 0 else {
@@ -79,9 +82,18 @@ struct BenchSyncCommand: DepotSubcommand {
         let serverStore = try await Store.open("sqlite:\(directory)/server.sqlite?durability=\(durability)")
         let items = try CollectionName("items")
         let count = records
+        let pullFieldCount = pullFields
         try await serverStore.write { tx in
             for i in 0..<count {
-                let fields: [String: FieldValue] = ["title": .string("item \(i)"), "n": .int(Int64(i)), "ok": .bool(i % 2 == 0), "score": .double(Double(i) / 7)]
+                var fields: [String: FieldValue] = ["title": .string("item \(i)"), "n": .int(Int64(i)), "ok": .bool(i % 2 == 0), "score": .double(Double(i) / 7)]
+                for extra in 4..<pullFieldCount {
+                    // Beyond the first four: alternating numbers, text and flags, as for the push.
+                    switch extra % 3 {
+                    case 0: fields["f\(extra)"] = .int(Int64(i &* extra))
+                    case 1: fields["f\(extra)"] = .string("value \(extra) of \(i)")
+                    default: fields["f\(extra)"] = .bool(i % extra == 0)
+                    }
+                }
                 try tx.insert(Record(id: .int(Int64(i + 1)), fields: fields), into: items)
             }
         }
@@ -162,7 +174,7 @@ struct BenchSyncCommand: DepotSubcommand {
         try await serverStore.close()
 
         Console.print("depot bench-sync: DepotServer on 127.0.0.1 (loopback, in-process), URLSession transport, SQLite stores on both sides")
-        Console.print("settings: records=\(records) entries=\(entries) pageSize=\(pageSize) batchSize=\(batchSize) pushFields=\(pushFields) durability=\(durability) rounds=\(rounds)")
+        Console.print("settings: records=\(records) entries=\(entries) pageSize=\(pageSize) batchSize=\(batchSize) pushFields=\(pushFields) durability=\(durability) rounds=\(rounds) pullFields=\(pullFields)")
         Console.print("pull: \(Int(Self.median(pulls))) records/s (median; rounds: \(pulls.map { String(Int($0)) }.joined(separator: ", "))), \(pullRequests) requests per pull (listing pages + change feed)")
         Console.print("push: \(Int(Self.median(pushes))) entries/s (median; rounds: \(pushes.map { String(Int($0)) }.joined(separator: ", "))), \(pushRequests) requests per push (\(batchSize == 1 ? "one request per entry" : "batches of up to \(batchSize) entries, and one GET /_batch"))")
         return ExitStatus.success

@@ -168,6 +168,12 @@ public enum Outbox {
         return try tx.query(Query(filter: filter, sort: [SortKey("id")]), in: WireCollections.outbox).map(OutboxEntry.init)
     }
 
+    /// `true` when `collection` has at least one entry, pending or dead (one row read at most).
+    /// - Throws: store errors.
+    static func hasEntries(of collection: String, in tx: StoreReadTransaction) throws -> Bool {
+        try !tx.query(Query(filter: Field(OutboxEntry.Key.collection) == collection, limit: 1), in: WireCollections.outbox).isEmpty
+    }
+
     /// Entries whose POST may have reached a server that assigns ids (``OutboxEntry/sent``).
     /// - Throws: `.corrupted` for a damaged entry, store errors.
     static func sentPending(of collection: String, in tx: StoreReadTransaction) throws -> [OutboxEntry] {

@@ -99,8 +99,9 @@ extension SyncCoordinator {
             let batch = items
             let outcomes = try await localWrite { tx -> [ApplyOutcome] in
                 var outcomes: [ApplyOutcome] = []
+                let outboxEmpty = try !Outbox.hasEntries(of: collection.rawValue, in: tx)
                 for (id, fields, etag) in batch {
-                    outcomes.append(try SyncLocal.applyRemote(tx, collection: collection, id: id, server: fields, etag: etag, seen: nil, policy: policy, serverAssignsIDs: assigns))
+                    outcomes.append(try SyncLocal.applyRemote(tx, collection: collection, id: id, server: fields, etag: etag, seen: nil, policy: policy, serverAssignsIDs: assigns, outboxEmpty: outboxEmpty))
                 }
                 var state = try tx.get(key, from: WireCollections.sync)?.fields ?? [:]
                 state["cursor"] = .string(next)
@@ -135,8 +136,9 @@ extension SyncCoordinator {
             let nextPage = page + 1
             let outcomes = try await localWrite { tx -> [ApplyOutcome] in
                 var outcomes: [ApplyOutcome] = []
+                let outboxEmpty = try !Outbox.hasEntries(of: collection.rawValue, in: tx)
                 for record in batch {
-                    outcomes.append(try SyncLocal.applyRemote(tx, collection: collection, id: record.id, server: record.fields, etag: nil, seen: generation, policy: policy, serverAssignsIDs: assigns))
+                    outcomes.append(try SyncLocal.applyRemote(tx, collection: collection, id: record.id, server: record.fields, etag: nil, seen: generation, policy: policy, serverAssignsIDs: assigns, outboxEmpty: outboxEmpty))
                 }
                 var state = try tx.get(key, from: WireCollections.sync)?.fields ?? [:]
                 state["pullPage"] = .int(Int64(nextPage))

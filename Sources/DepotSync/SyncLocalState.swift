@@ -79,15 +79,20 @@ enum SyncLocal {
     /// state equals one of them, the server already has it (our own write echoing back: the
     /// entries up to it are done); if it equals the state the client last knew, nothing
     /// changed on the server; otherwise it is a conflict for the policy.
+    ///
+    /// `outboxEmpty`: the caller checked, in `tx`, that the collection has no outbox entry at
+    /// all (``Outbox/hasEntries(of:in:)``), so the per-record lookup is skipped. Applying
+    /// server states never adds an entry while none is pending, so the check holds for a
+    /// whole page applied in one transaction.
     static func applyRemote(
         _ tx: StoreWriteTransaction, collection: CollectionName, id: RecordID, server: [String: FieldValue]?, etag: String?,
-        seen: Int64?, policy: ConflictPolicy, serverAssignsIDs: Bool = false
+        seen: Int64?, policy: ConflictPolicy, serverAssignsIDs: Bool = false, outboxEmpty: Bool = false
     ) throws -> ApplyOutcome {
         let name = collection.rawValue
         var state = try RecordSyncState.load(tx, name, id)
         let serverHash = stateHash(id, server)
         if let seen { state.seen = seen }
-        var pending = try pendingEntries(tx, name, id)
+        var pending = outboxEmpty ? [] : try pendingEntries(tx, name, id)
         if serverAssignsIDs, !state.remote, state.base == nil, !pending.isEmpty {
             // This client never saw a server record with this id, yet it has unpushed local
             // writes under it: a local record holds the id by coincidence and is another
