@@ -94,7 +94,9 @@ extension SyncCoordinator {
     /// Waits for `flight`, adds what it counted to `report` and its outcomes to `drain`; when
     /// the server turned out to have no batch route, pushes its entries one request each.
     private func finish(_ flight: BatchInFlight, _ drain: inout OutboxDrain, _ report: inout SyncReport) async throws {
-        let result = try await flight.task.value
+        // The batch runs in a task of its own: cancelling the sync cancels it too.
+        let task = flight.task
+        let result = try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
         report.add(result.report)
         if let outcomes = result.outcomes {
             for (entry, outcome) in zip(flight.batch, outcomes) { drain.finish(entry, outcome) }

@@ -84,6 +84,23 @@ struct SyncPipelineTests {
         }
     }
 
+    @Test("cancelling a push stops the batch on the wire at once; its entries stay in the outbox")
+    func cancellationReachesTheBatch() async throws {
+        try await withSyncServer { _, _, url in
+            let overlap = OverlapTransport(delay: .seconds(20))
+            let (a, store) = try await client(url, transport: overlap, batchSize: 8)
+            try await editThreeTimes(store)
+            let push = Task { try await a.push(notes) }
+            while overlap.state.withLock({ $0.now }) == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            let started = ContinuousClock.now
+            push.cancel()
+            _ = await push.result
+            let waited = started.duration(to: .now)
+            #expect(waited < .seconds(5), "the push ended \(waited) after the cancel; the held batch takes 20 s")
+            #expect(try await LocalWrites.outboxCount(store) == 90, "nothing was acknowledged")
+        }
+    }
+
     @Test("pipelined batches under dropped requests, lost answers and duplicates: converged, nothing lost, every record at its last edit", arguments: [1, 2, 3] as [UInt64])
     func faultsWhilePipelined(seed: UInt64) async throws {
         try await withSyncServer { _, serverDriver, url in
