@@ -10,7 +10,7 @@ import Foundation
 final class FileSet {
     let directory: String
     /// Guards `open` and is held around every gdbm call on these files.
-    let lock = FilesMutex()
+    let lock = FilesLock()
     private var open: [FileID: GDBMFile] = [:]
     /// Files looked up without `create` and found missing: no `access(2)` per lookup (a bulk
     /// insert into a new collection looks its file up once per record). Files appear only

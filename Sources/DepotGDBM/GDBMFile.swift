@@ -9,12 +9,12 @@ import Foundation
 /// close) additionally needs the engine's write lock, so readers never see it change.
 final class GDBMFile {
     private(set) var handle: OpaquePointer?
-    private let lock: FilesMutex
+    private let lock: FilesLock
     /// The file's name inside its directory (for messages).
     let name: String
     let path: String
 
-    private init(handle: OpaquePointer, name: String, path: String, lock: FilesMutex) {
+    private init(handle: OpaquePointer, name: String, path: String, lock: FilesLock) {
         self.handle = handle
         self.lock = lock
         self.name = name
@@ -23,7 +23,7 @@ final class GDBMFile {
 
     /// Opens (and with `create`, creates) a GDBM file as a writer.
     /// - Throws: `.locked`, `.corrupted` (not a GDBM file), `.io`.
-    static func open(path: String, name: String, create: Bool, readOnly: Bool = false, lock: FilesMutex = FilesMutex()) throws -> GDBMFile {
+    static func open(path: String, name: String, create: Bool, readOnly: Bool = false, lock: FilesLock = FilesLock()) throws -> GDBMFile {
         let mode: Int32 = readOnly ? GDBM_READER : (create ? GDBM_WRCREAT : GDBM_WRITER)
         let flags = mode | GDBM_CLOEXEC | GDBM_XVERIFY
         try GDBMFaults.check("gdbm open", path: path)

@@ -14,7 +14,7 @@ import Darwin
 /// reading at once ran slower than one (Docs/GDBMDriver.md, "Concurrent reads"). On Linux
 /// this is glibc's adaptive mutex, which spins briefly before sleeping; elsewhere a
 /// normal one.
-final class FilesMutex: NSLocking, @unchecked Sendable {
+final class FilesLock: NSLocking, @unchecked Sendable {
     // On the heap: a pthread mutex must not move after it is initialized.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
