@@ -63,7 +63,7 @@ let package = Package(
         .executableTarget(
             name: "DepotCLI",
             dependencies: [
-                "Depot", "DepotCLIParsers", "DepotServer", "DepotBench",
+                "Depot", "DepotCLIParsers", "DepotServer", "DepotBench", "DepotConformance",
                 .target(name: "DepotPostgres", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["PostgreSQL"])),

@@ -1,5 +1,6 @@
 import Depot
 import DepotCLIParsers
+import DepotConformance
 import DepotCore
 import DepotServer
 import Foundation
@@ -63,16 +64,16 @@ struct ManyClientsScenario {
             }
         }
 
-        let server = try await ServerProcess.start(executable: executable, store: serverString, log: dir + "/server.log")
+        let server = try await ServerProcess.start(executable: executable, store: serverString)
         var result: Round
         do {
             result = try await exercise(port: server.port, dir: dir, notes: notes)
             result.serverPeakRSS = server.peakResidentBytes()
         } catch {
-            server.stop()
+            await server.stop()
             throw error
         }
-        server.stop()
+        await server.stop()
 
         // The server's records, read from its file once it has stopped.
         let serverRecords = try await readAll(serverString, notes)
@@ -183,48 +184,41 @@ struct ManyClientsScenario {
     }
 }
 
-/// A `depot serve` child process on a free loopback port (`--port 0`), its standard error
-/// in a log file from which the port is read.
+/// A `depot serve` child process on a free loopback port (`--port 0`), the port read from
+/// the line it prints on standard error. Started with ``ChildProcess`` (posix_spawn), not
+/// Foundation's `Process`, for the reason given there.
 final class ServerProcess {
-    let process: Process
+    let child: ChildProcess
     let port: Int
 
-    private init(process: Process, port: Int) {
-        self.process = process
+    private init(child: ChildProcess, port: Int) {
+        self.child = child
         self.port = port
     }
 
     /// Starts `executable serve STORE --port 0` and waits (up to 20 s) for the line saying
     /// where it listens.
-    /// - Throws: ``CLIFailure`` when it exits or says nothing in time (its log in the message).
-    static func start(executable: String, store: String, log: String) async throws -> ServerProcess {
-        guard FileManager.default.createFile(atPath: log, contents: nil) else { throw CLIFailure.failed("cannot create \(log)", "check the temporary directory") }
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        defer { try? handle.close() }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["serve", store, "--port", "0"]
-        process.standardError = handle
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+    /// - Throws: ``CLIFailure`` when it exits or says nothing in time (its output in the message).
+    static func start(executable: String, store: String) async throws -> ServerProcess {
+        let child = try ChildProcess(path: executable, arguments: ["serve", store, "--port", "0"])
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {
-            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            let text = String(decoding: child.standardErrorSoFar, as: UTF8.self)
             if let range = text.range(of: "on http://127.0.0.1:") {
                 let digits = text[range.upperBound...].prefix { $0.isNumber }
-                if let port = Int(digits), port > 0 { return ServerProcess(process: process, port: port) }
+                if let port = Int(digits), port > 0 { return ServerProcess(child: child, port: port) }
             }
-            guard process.isRunning else { break }
+            guard child.isRunning else { break }
             try await Task.sleep(for: .milliseconds(20))
         }
-        if process.isRunning { process.terminate() }
-        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        throw CLIFailure.failed("depot serve did not start: \(text.suffix(400))", "retry")
+        child.kill()
+        let result = await child.exit()
+        throw CLIFailure.failed("depot serve did not start (\(result.status)): \(result.errorText.suffix(400))", "retry")
     }
 
     /// The server's peak resident set (`VmHWM` of /proc/PID/status), `nil` where there is none.
     func peakResidentBytes() -> Int? {
-        guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8) else { return nil }
+        guard let status = try? String(contentsOfFile: "/proc/\(child.pid)/status", encoding: .utf8) else { return nil }
         for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
             let kilobytes = line.dropFirst(6).filter(\.isNumber)
             return Int(kilobytes).map { $0 * 1024 }
@@ -232,9 +226,9 @@ final class ServerProcess {
         return nil
     }
 
-    /// Stops the server (SIGTERM) and waits for it to exit.
-    func stop() {
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+    /// Stops the server (SIGTERM) and waits for it to exit, off the cooperative pool.
+    func stop() async {
+        child.kill(SIGTERM)
+        _ = await child.exit()
     }
 }

@@ -152,6 +152,10 @@ public final class ChildProcess: @unchecked Sendable {
         return Result(status: status, standardOutput: stdoutCollector.wait(), standardError: stderrCollector.wait())
     }
 
+    /// What the child has written to its standard error so far (a copy), while it runs: for
+    /// a server whose first line says where it listens.
+    public var standardErrorSoFar: Data { stderrCollector.snapshot() }
+
     /// Waits for the child on a thread of its own, so async callers never block the
     /// cooperative pool while a child runs.
     public func exit() async -> Result {
@@ -178,9 +182,9 @@ public final class ChildProcess: @unchecked Sendable {
 
 /// Reads a descriptor to its end on a thread of its own, then closes it.
 final class DescriptorCollector: @unchecked Sendable {
-    // @unchecked: `data` is written only by the reading thread before `done` is signalled,
-    // and read only after waiting on `done`.
+    // @unchecked: `data` is only touched under `dataLock`; `result` under `lock`.
     private var data = Data()
+    private let dataLock = NSLock()
     private let done = DispatchSemaphore(value: 0)
     private let lock = NSLock()
     private var result: Data?
@@ -190,20 +194,28 @@ final class DescriptorCollector: @unchecked Sendable {
             var buffer = [UInt8](repeating: 0, count: 65536)
             while true {
                 let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if n > 0 { data.append(contentsOf: buffer[0..<n]) } else if n == 0 || errno != EINTR { break }
+                if n > 0 {
+                    dataLock.withLock { data.append(contentsOf: buffer[0..<n]) }
+                } else if n == 0 || errno != EINTR {
+                    break
+                }
             }
             close(fd)
             done.signal()
         }.start()
     }
 
+    /// The bytes read so far, without waiting for the end.
+    func snapshot() -> Data { dataLock.withLock { data } }
+
     /// The bytes read, once the writer has closed its end. Safe to call more than once.
     func wait() -> Data {
         lock.withLock {
             if let result { return result }
             done.wait()
-            result = data
-            return data
+            let all = snapshot()
+            result = all
+            return all
         }
     }
 }
