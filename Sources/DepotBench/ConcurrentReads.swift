@@ -145,6 +145,17 @@ func onThreads<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) thro
     return out
 }
 
+/// A raw baseline's concurrent reads: client `i` reads `shares[i]` on a thread of its own
+/// with `readers[i]` (a connection or handle only that thread uses), each read timed.
+/// - Throws: ``BenchError`` when fewer readers are open than clients; what `read` throws.
+func readOnThreads<Reader: Sendable>(_ readers: [Reader], _ shares: [[Int]], target: String, _ read: @escaping @Sendable (Reader, Int) throws -> Void) async throws -> [ClientRun] {
+    guard shares.count <= readers.count else { throw BenchError("\(target): \(shares.count) clients but \(readers.count) readers open") }
+    return try await onThreads(shares.count) { client in
+        let reader = readers[client]
+        return try ClientRun.measure(shares[client]) { try read(reader, $0) }
+    }
+}
+
 /// What ``onThreads(_:_:)``'s threads have returned so far, and how many are still running.
 private final class ThreadResults<T: Sendable>: Sendable {
     let slots: Locked<(remaining: Int, values: [Result<T, any Error>?])>

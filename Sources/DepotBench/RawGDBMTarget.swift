@@ -223,13 +223,8 @@ extension RawGDBMTarget: ConcurrentReadTarget {
 
     /// One thread per client, each on its own reader handle.
     public func readConcurrently(_ shares: [[Int]]) async throws -> [ClientRun] {
-        guard shares.count <= readers.count else { throw BenchError("gdbm raw: \(shares.count) clients but \(readers.count) readers open") }
-        let readers = Array(self.readers.prefix(shares.count))
-        return try await onThreads(shares.count) { client in
-            let handle = readers[client].handle
-            return try ClientRun.measure(shares[client]) { n in
-                guard try RawGDBMTarget.fetch(YCSB.key(n), from: handle) != nil else { throw BenchError("gdbm raw: record \(n) is missing") }
-            }
+        try await readOnThreads(readers, shares, target: "gdbm raw") { reader, n in
+            guard try RawGDBMTarget.fetch(YCSB.key(n), from: reader.handle) != nil else { throw BenchError("gdbm raw: record \(n) is missing") }
         }
     }
 

@@ -171,12 +171,7 @@ extension RawSQLiteTarget: ConcurrentReadTarget {
 
     /// One thread per client, each on its own connection.
     public func readConcurrently(_ shares: [[Int]]) async throws -> [ClientRun] {
-        guard shares.count <= readers.count else { throw BenchError("sqlite raw: \(shares.count) clients but \(readers.count) readers open") }
-        let readers = Array(self.readers.prefix(shares.count))
-        return try await onThreads(shares.count) { client in
-            let sqlite = readers[client].connection
-            return try ClientRun.measure(shares[client]) { n in _ = try RawSQLiteTarget.read(n, on: sqlite) }
-        }
+        try await readOnThreads(readers, shares, target: "sqlite raw") { reader, n in _ = try RawSQLiteTarget.read(n, on: reader.connection) }
     }
 
     public func closeReaders() async throws {
