@@ -87,7 +87,7 @@ enum StoreProbe {
         case "json": return [path, path + ".lock"]
         case "gdbm":
             if FileManager.default.fileExists(atPath: path) {
-                return ["LOCK", "journal", "journal.new", "data", "backup"].map { path + "/" + $0 }
+                return ["LOCK", "journal", "journal.new", "data", "backup", "backup.b"].map { path + "/" + $0 }
             }
             return [path]
         default: return []

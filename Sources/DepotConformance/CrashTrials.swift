@@ -19,10 +19,14 @@ public struct CrashTrialReport: Sendable, CustomStringConvertible {
     public var inFlightCommitsKept = 0
     /// The last transaction number found after the final trial.
     public var finalTransaction: Int64 = 0
+    /// How many kills left the store in each state the caller's `classify` named (what the
+    /// kills exercised, for drivers whose on-disk states differ, like GDBM's folds).
+    public var killStates: [String: Int] = [:]
 
     /// A one-line summary of the trials, for test output.
     public var description: String {
-        "\(trials) kill trials, \(trialsWithCommits) with acknowledged commits, \(acknowledgedCommits) commits acknowledged, every one found after reopening; \(inFlightCommitsKept) in-flight commits kept whole, none partial; last transaction \(finalTransaction)"
+        let states = killStates.isEmpty ? "" : "; store states at the kills: " + killStates.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        return "\(trials) kill trials, \(trialsWithCommits) with acknowledged commits, \(acknowledgedCommits) commits acknowledged, every one found after reopening; \(inFlightCommitsKept) in-flight commits kept whole, none partial; last transaction \(finalTransaction)" + states
     }
 }
 
@@ -64,11 +68,13 @@ public enum CrashTrials {
     ///   - factory: opens the same store in `directory` for verification.
     ///   - maxDelayMilliseconds: kills land uniformly between 0 and this after launch, times
     ///     ``killDelayScale``.
+    ///   - classify: names the state the kill left in `directory`, looked at before the
+    ///     store is reopened; counted in ``CrashTrialReport/killStates``.
     /// - Throws: ``ConformanceFailure`` on a lost commit, a partial transaction, an integrity
     ///   problem, or a helper that failed by itself.
     public static func run(
         store: String, factory: DriverFactory, directory: String, trials: Int, seed: UInt64,
-        maxDelayMilliseconds: Int = 120
+        maxDelayMilliseconds: Int = 120, classify: (@Sendable (String) -> String)? = nil
     ) async throws -> CrashTrialReport {
         let helper = try helperPath()
         var report = CrashTrialReport()
@@ -78,6 +84,7 @@ public enum CrashTrials {
             let delay = Int(random.next() % UInt64(max(1, maxDelayMilliseconds) * killDelayScale * 1000))
             let output = try await runAndKill(helper: helper, store: store, seed: random.next(), delayMicroseconds: delay, trial: trial)
             let acked = output.acknowledged
+            if let classify { report.killStates[classify(directory), default: 0] += 1 }
             let driver = try await factory.open(directory)
             let found: Int64
             do {

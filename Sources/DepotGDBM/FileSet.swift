@@ -1,6 +1,10 @@
 import DepotCore
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The GDBM files of one directory of the store (`data/` or `backup/`), opened on demand
 /// and kept open.
 ///
@@ -92,6 +96,26 @@ final class FileSet {
             try FileSystem.syncDirectory(directory)
             directoryChanged = false
         }
+    }
+
+    /// For a sync point off the files lock: duplicates of the descriptors of the files written
+    /// since the last sync (closed by the caller) and whether the directory changed; both
+    /// are then cleared, as by ``syncAll()``. Files written after this call are in the next.
+    func takeDirty() throws -> (descriptors: [(fd: Int32, path: String)], directoryChanged: Bool) {
+        var descriptors: [(fd: Int32, path: String)] = []
+        do {
+            for id in dirty {
+                guard let f = lock.withLock({ open[id] }) else { continue }
+                descriptors.append((try f.duplicateDescriptor(), f.path))
+            }
+        } catch {
+            for d in descriptors { Glibc.close(d.fd) }
+            throw error
+        }
+        let changed = directoryChanged
+        dirty.removeAll()
+        directoryChanged = false
+        return (descriptors, changed)
     }
 
     /// Closes every file (a clean close: sound GDBM files).

@@ -9,7 +9,8 @@ import Glibc
 struct EngineOptions: Sendable, Hashable {
     var durability: Durability = .full
     var lockTimeoutMilliseconds = 2000
-    /// The journal is folded into the backup files when it grows past this many bytes.
+    /// The active journal segment is closed, and folded into a backup in the background,
+    /// when it grows past this many bytes.
     var checkpointBytes = 8 << 20
     /// A sync point (gdbm_sync of the primary files, an `applied` mark) every this many commits…
     var syncEveryCommits = 256
@@ -23,13 +24,17 @@ struct EngineOptions: Sendable, Hashable {
 ///
 /// Layout of the store directory:
 /// - `LOCK`: the process lock (``StoreLock``);
-/// - `journal`: the redo journal (``Journal``);
+/// - `journal`: the active segment of the redo journal (``Journal``), and `journal.<base>`,
+///   the closed segments a backup still needs;
 /// - `data/`: the primary GDBM files that reads use: `_depotsys_catalog.gdbm`, and per collection
 ///   `NAME.records.gdbm` and `NAME.index.gdbm`;
-/// - `backup/`: the same files as of the journal's base sequence (the last checkpoint).
+/// - `backup/` and `backup.b/`: the same files as of an earlier commit, and `backup.state`
+///   (``BackupState``), which says which of the two is current and at which commit.
 ///
-/// Threads: opening, closing, sync points, checkpoints, and every transaction that cannot
-/// run inline run on ``thread`` (the writer thread) and ``readers`` (a pool). Writer state is
+/// Threads: opening, closing, rotating the journal, and every transaction that cannot run
+/// inline run on ``thread`` (the writer thread) and ``readers`` (a pool); folds of closed
+/// segments into a backup and the fsyncs of sync points run on ``background``, holding
+/// neither the writer lock nor the files lock. Writer state is
 /// guarded by ``writerLock``: the writer thread takes it for each job, and a small write
 /// transaction with durability `normal` takes it directly on the caller's thread when it is
 /// free (``writeInline(_:)``). A small read transaction runs on the caller's thread when the
@@ -53,6 +58,8 @@ final class GDBMEngine: @unchecked Sendable {
     let options: EngineOptions
     let thread: BlockingExecutor
     let readers: BlockingExecutor
+    /// Folds and sync-point fsyncs: one worker, so they run one at a time.
+    let background: BlockingExecutor
     let primary: FileSet
     /// The field layouts records were last decoded with (see ``FieldLayoutCache``).
     let fieldLayouts = FieldLayoutCache()
@@ -64,12 +71,12 @@ final class GDBMEngine: @unchecked Sendable {
     // Writer (under `writerLock`).
     private var lock: StoreLock?
     private var journal: Journal?
-    private let backup: FileSet
+    /// `backup/` and `backup.b/`, by ``BackupState/current`` index. Only folds (on
+    /// ``background``) and recovery (on the writer thread, with no fold running) touch them.
+    private let backups: [FileSet]
     private var lastSeq: UInt64 = 0
-    /// `lastSeq` when recovery ended: a close with no commit after it leaves the journal and
-    /// the backup files as they are (no checkpoint), so that a session that only read a damaged
-    /// store never copies damaged primary files over the backup and drops the journal that
-    /// could rebuild them (Docs/GDBMDriver.md, "Crash safety").
+    /// `lastSeq` when recovery ended: a close with no commit after it does not rotate the
+    /// journal (a session that only read leaves the journal as it found it).
     private var seqAfterRecovery: UInt64 = 0
     private var commitsSinceMark = 0
     /// A transaction record written after the journal's last `applied` mark (or after its
@@ -81,10 +88,10 @@ final class GDBMEngine: @unchecked Sendable {
     /// lacks. With a transaction record durable after the mark, the surviving journal always
     /// ends in a transaction (or a later mark), so recovery rebuilds instead.
     private var journalSyncedSinceMark = false
-    /// When the last sync point ended (CLOCK_MONOTONIC, nanoseconds).
+    /// When the last sync point started (CLOCK_MONOTONIC, nanoseconds).
     private var lastSyncPoint: UInt64 = 0
-    /// The files the journal's transactions change (what a checkpoint must bring to the backup).
-    private var touchedSinceCheckpoint = Set<FileID>()
+    /// A sync point's fsyncs run in the background; its `applied` mark is still to come.
+    private var syncInFlight = false
     /// How many times the open path rebuilt the primary files (tests read it after opening).
     private(set) var rebuilds = 0
 
@@ -105,13 +112,26 @@ final class GDBMEngine: @unchecked Sendable {
 
     private let state = Locked(Shared())
 
+    /// The backups and the closed segments (guarded by its own lock: folds change it in the
+    /// background, the writer adds segments).
+    private struct Folds {
+        var backup = BackupState(current: 0, currentSeq: 0, previousSeq: nil)
+        /// Closed journal segments, oldest first: every one a backup still needs.
+        var closed: [JournalSegment] = []
+        /// Jobs queued or running on ``background``.
+        var jobs = 0
+    }
+
+    private let folds = Locked(Folds())
+
     private init(directory: String, options: EngineOptions) {
         self.directory = directory
         self.options = options
         self.thread = BlockingExecutor(name: "depot.gdbm.writer", stackSize: 4 << 20, closedMessage: "The GDBM store is closed.")
         self.readers = BlockingExecutor(name: "depot.gdbm.reader", workers: 4, stackSize: 4 << 20, closedMessage: "The GDBM store is closed.")
+        self.background = BlockingExecutor(name: "depot.gdbm.fold", stackSize: 4 << 20, closedMessage: "The GDBM store is closed.")
         self.primary = FileSet(directory: directory + "/data", readOnly: options.readOnly)
-        self.backup = FileSet(directory: directory + "/backup")
+        self.backups = BackupState.directoryNames.map { FileSet(directory: directory + "/" + $0) }
     }
 
     /// The committed catalog.
@@ -173,6 +193,7 @@ final class GDBMEngine: @unchecked Sendable {
         defer {
             engine.thread.stop()
             engine.readers.stop()
+            engine.background.stop()
             registry.withLock { table in
                 if table[engine.directory]?.engine === engine { table[engine.directory] = nil }
             }
@@ -188,7 +209,7 @@ final class GDBMEngine: @unchecked Sendable {
         if state.withLock({ $0.isOpen }) { return }
         try FileSystem.makeDirectory(directory)
         try FileSystem.makeDirectory(primary.directory)
-        try FileSystem.makeDirectory(backup.directory)
+        for backup in backups { try FileSystem.makeDirectory(backup.directory) }
         let lockPath = directory + "/LOCK"
         var lock: StoreLock
         var shared = false
@@ -217,7 +238,7 @@ final class GDBMEngine: @unchecked Sendable {
             }
         } catch {
             primary.closeAll()
-            backup.closeAll()
+            for backup in backups { backup.closeAll() }
             journal?.close()
             journal = nil
             lock.release()
@@ -225,58 +246,173 @@ final class GDBMEngine: @unchecked Sendable {
         }
         self.lock = lock
         state.withLock { $0.isOpen = true }
+        if !options.readOnly { scheduleFold() }
     }
 
-    /// Brings the files to the last committed transaction (see Docs/GDBMDriver.md):
-    /// - a journal whose last record is `applied` (or that has no records): clean;
-    /// - last record a transaction: the primary files may be partial; rebuild them from the
-    ///   backup files plus every journaled transaction;
-    /// - last record `checkpointBegin`: the backup files may be partial; copy the (synced)
-    ///   primary files over them and start a fresh journal;
-    /// - a primary file that gdbm cannot open or read as sound: rebuild as above.
+    /// What the journal segments on disk say, read against the backup state
+    /// (Docs/GDBMDriver.md, "What opening does").
+    private struct JournalHistory {
+        var backup: BackupState
+        /// Whether `backup.state` exists (a store made before journal segments has none).
+        var stateFileFound: Bool
+        /// Closed segments a backup still needs, oldest first.
+        var closed: [JournalSegment] = []
+        /// Closed segments no backup needs, and segments after a gap in the sequence
+        /// (unusable: the commits before them are lost): removed by opening.
+        var discarded: [String] = []
+        /// Every record after the current backup's commit, in order, over every segment.
+        var records: [JournalRecord] = []
+        /// The last record of the newest segment that has one (whatever its commit).
+        var lastRecord: JournalRecord?
+        /// The last journaled commit.
+        var lastSeq: UInt64
+        /// A segment did not continue the one before: the history ends before it.
+        var gap = false
+        /// The gap came before the active segment, whose records are then unusable.
+        var activeUnusable = false
+
+        /// The primary files hold exactly the commits up to ``lastSeq``, synced: the last
+        /// record is an `applied` mark for the last commit, or there is no record at all.
+        var isClean: Bool {
+            if gap { return false }
+            switch lastRecord {
+            case nil: return true
+            case .applied(let n)?: return n == lastSeq
+            case .transaction?, .checkpointBegin?: return false
+            }
+        }
+
+        /// Reads the state file and every segment. `active` is the active segment's base and
+        /// records.
+        init(directory: String, active: (base: UInt64, records: [JournalRecord])) throws {
+            let found = try BackupState.read(directory: directory)
+            stateFileFound = found != nil
+            var segments: [(base: UInt64, records: [JournalRecord], path: String?)] = []
+            for file in try Journal.closedSegments(in: directory) {
+                let (base, records) = try Journal.readSegment(path: file.path)
+                guard base == file.base else {
+                    throw GDBMErrors.corrupted("The GDBM store's journal segment '\((file.path as NSString).lastPathComponent)' does not start where its name says.")
+                }
+                segments.append((base, records, file.path))
+            }
+            segments.append((active.base, active.records, nil))
+            backup = found ?? BackupState(current: 0, currentSeq: segments[0].base, previousSeq: nil)
+            lastSeq = backup.currentSeq
+            // Walk the commits from the older backup's (else the current one's) on: each
+            // segment must start at or before the commit where the ones before it ended.
+            var expected = backup.previousSeq ?? backup.currentSeq
+            for segment in segments {
+                let end = segment.records.reduce(segment.base) { max($0, $1.seq) }
+                if !gap && segment.base > expected {
+                    if backup.previousSeq != nil && expected < backup.currentSeq {
+                        // The older backup cannot be brought forward (the next fold copies
+                        // the current one instead); the current one may still be.
+                        backup.previousSeq = nil
+                        expected = backup.currentSeq
+                    }
+                    if segment.base > expected { gap = true }
+                }
+                if gap {
+                    if let path = segment.path { discarded.append(path) } else { activeUnusable = true }
+                    continue
+                }
+                if let last = segment.records.last { lastRecord = last }
+                for record in segment.records {
+                    if case .transaction(let seq, _) = record, seq > backup.currentSeq { records.append(record) }
+                }
+                expected = max(expected, end)
+                lastSeq = max(lastSeq, end)
+                if let path = segment.path {
+                    if end <= (backup.previousSeq ?? backup.currentSeq) {
+                        discarded.append(path)
+                    } else {
+                        closed.append(JournalSegment(base: segment.base, end: end, path: path))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Brings the files to the last committed transaction (Docs/GDBMDriver.md, "What opening
+    /// does"):
+    /// - a rotation cut short between its renames is finished;
+    /// - the segments are read in order from the backups' commits; a segment that does not
+    ///   continue the one before (a power loss at `normal` kept a later file but not an
+    ///   earlier tail) ends the history, and it and the later ones are removed;
+    /// - the last record an `applied` mark for the last commit (or no record): clean;
+    /// - otherwise the primary files may be partial: rebuilt from the current backup plus
+    ///   every journaled transaction after it;
+    /// - a journal of a driver before segments that ends in `checkpointBegin`: its backup may
+    ///   be partial; the (synced) primary files are copied over it and a fresh journal starts;
+    /// - a primary file that gdbm cannot open or read as sound: rebuilt as above.
     private func recover() throws {
         journalSyncedSinceMark = false
-        try FileSystem.remove(journalPath + ".new")
+        // A `backup.state` replacement that never got renamed into place.
+        try FileSystem.remove(directory + "/" + BackupState.fileName + ".new")
+        let pending = journalPath + ".new"
+        if FileSystem.exists(pending) {
+            if FileSystem.exists(journalPath) {
+                try FileSystem.remove(pending)
+            } else {
+                // A rotation stopped between its two renames.
+                try FileSystem.rename(pending, to: journalPath)
+                try FileSystem.syncDirectory(directory)
+            }
+        }
         var records: [JournalRecord]
         if FileSystem.exists(journalPath) {
             let opened = try Journal.open(path: journalPath)
             journal = opened.journal
             records = opened.records
         } else {
-            if !(try FileSystem.gdbmFiles(in: primary.directory)).isEmpty {
+            let dataFiles = try FileSystem.gdbmFiles(in: primary.directory)
+            let segments = try Journal.closedSegments(in: directory)
+            if !dataFiles.isEmpty || !segments.isEmpty {
                 throw GDBMErrors.corrupted("The GDBM store at '\(directory)' has data files but no journal.")
             }
             journal = try Journal.create(path: journalPath, baseSeq: 0)
             records = []
         }
-        guard let journal else { throw DepotError(.internal, "The journal did not open.") }
-        lastSeq = max(journal.baseSeq, records.last?.seq ?? 0)
-        seqAfterRecovery = lastSeq
-        for case .transaction(_, let ops) in records {
-            for op in ops { touchedSinceCheckpoint.insert(op.file) }
+        guard let active = journal else { throw DepotError(.internal, "The journal did not open.") }
+        var history = try JournalHistory(directory: directory, active: (active.baseSeq, records))
+        if history.activeUnusable {
+            // The commits before the active segment are lost (see above): start a fresh one
+            // where the history ends, and rebuild from the backup.
+            active.close()
+            journal = try Journal.create(path: journalPath, baseSeq: history.lastSeq)
         }
+        for path in history.discarded { try FileSystem.remove(path) }
+        if !history.discarded.isEmpty { try FileSystem.syncDirectory(directory) }
+        lastSeq = history.lastSeq
+        seqAfterRecovery = lastSeq
         var rebuilt = false
-        switch records.last {
-        case nil, .applied?:
-            break
-        case .checkpointBegin(let seq)?:
+        if case .checkpointBegin(let seq)? = history.lastRecord {
+            guard !history.stateFileFound, history.closed.isEmpty else {
+                throw GDBMErrors.corrupted("The GDBM store's journal ends in a checkpoint record, which this driver never writes beside journal segments.")
+            }
+            let backup = backups[0]
             try backup.removeAllFiles()
             for id in try FileSystem.gdbmFiles(in: primary.directory) {
                 try FileSystem.copy(primary.path(id), to: backup.path(id))
             }
             try FileSystem.syncDirectory(backup.directory)
-            self.journal?.close()
-            self.journal = try Journal.create(path: journalPath, baseSeq: seq)
-            records = []
-            touchedSinceCheckpoint = []
-        case .transaction?:
-            try rebuildPrimary(from: records)
+            journal?.close()
+            journal = try Journal.create(path: journalPath, baseSeq: seq)
+            history.records = []
+            history.backup = BackupState(current: 0, currentSeq: seq, previousSeq: nil)
+            history.closed = []
+        } else if !history.isClean {
+            try rebuildPrimary(history)
             rebuilt = true
+        }
+        folds.withLock { folds in
+            folds.backup = history.backup
+            folds.closed = history.closed
         }
         do {
             try loadCatalog()
         } catch let error as DepotError where error.code == .corrupted && !rebuilt {
-            try rebuildPrimary(from: records)
+            try rebuildPrimary(history)
             try loadCatalog()
         }
     }
@@ -284,36 +420,35 @@ final class GDBMEngine: @unchecked Sendable {
     /// A read-only open that shares the lock with other readers cannot repair anything:
     /// it reads the store only when no recovery is pending (another reader would have done it).
     private func checkCleanForSharedReading() throws {
+        let needsRecovery = DepotError(.locked, "The GDBM store at '\(directory)' needs recovery, which a read-only open shared with other readers cannot do; open it once for writing.")
+        if FileSystem.exists(journalPath + ".new") && !FileSystem.exists(journalPath) { throw needsRecovery }
         if FileSystem.exists(journalPath) {
             let fd = Glibc.open(journalPath, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { throw GDBMErrors.system(errno, "open", path: journalPath) }
             defer { Glibc.close(fd) }
-            let (_, records, _) = try Journal.parse(try Journal.readAll(fd, path: journalPath))
-            switch records.last {
-            case nil, .applied?: break
-            case .transaction?, .checkpointBegin?:
-                throw DepotError(.locked, "The GDBM store at '\(directory)' needs recovery, which a read-only open shared with other readers cannot do; open it once for writing.")
-            }
+            let (base, records, _) = try Journal.parse(try Journal.readAll(fd, path: journalPath))
+            let history = try JournalHistory(directory: directory, active: (base, records))
+            guard history.isClean else { throw needsRecovery }
         }
         try loadCatalog()
     }
 
-    /// Replaces the primary files with the backup files plus every journaled transaction.
-    private func rebuildPrimary(from records: [JournalRecord]) throws {
+    /// Replaces the primary files with the current backup's files plus every journaled
+    /// transaction after its commit.
+    private func rebuildPrimary(_ history: JournalHistory) throws {
         rebuilds += 1
         try primary.removeAllFiles()
+        let backup = backups[history.backup.current]
         for id in try FileSystem.gdbmFiles(in: backup.directory) {
             try FileSystem.copy(backup.path(id), to: primary.path(id))
         }
-        for case .transaction(_, let ops) in records {
+        for case .transaction(let seq, let ops) in history.records where seq > history.backup.currentSeq {
             for op in ops { try primary.apply(op) }
         }
         try primary.syncAll()
         primary.closeAll()
         try FileSystem.syncDirectory(primary.directory)
-        if case .transaction(let seq, _)? = records.last(where: { if case .transaction = $0 { true } else { false } }) {
-            try journal?.append(.applied(seq: seq), sync: true)
-        }
+        try journal?.append(.applied(seq: history.lastSeq), sync: true)
     }
 
     /// Opens the catalog and every collection file, reading the catalog into memory.
@@ -343,11 +478,14 @@ final class GDBMEngine: @unchecked Sendable {
             return shared.isOpen
         }
         guard wasOpen else { return }
+        // A fold still running stops at its next transaction (the store is no longer open);
+        // none may touch the backups once the lock is released.
+        waitForBackground()
         filesLock.writeLock()
         defer {
             filesLock.unlock()
             primary.closeAll()
-            backup.closeAll()
+            for backup in backups { backup.closeAll() }
             journal?.close()
             journal = nil
             lock?.release()
@@ -355,7 +493,11 @@ final class GDBMEngine: @unchecked Sendable {
         }
         guard state.withLock({ $0.failure }) == nil, !options.readOnly else { return }
         try applyPending()
-        try syncPoint(forceCheckpoint: lastSeq > seqAfterRecovery)
+        try syncPointNow()
+        // A clean close leaves the current backup at the last commit: the journal of this
+        // session is folded now, while nothing else runs.
+        if lastSeq > seqAfterRecovery { try rotate(scheduling: false) }
+        try fold(whileOpen: false)
     }
 
     /// Whether applying a journaled commit (or a sync point, or a checkpoint) failed and the
@@ -370,14 +512,15 @@ final class GDBMEngine: @unchecked Sendable {
     /// - Throws: what recovery throws (the store then keeps refusing work with `.io`).
     func repairIfFailed() throws {
         guard needsRepair else { return }
+        waitForBackground()
         filesLock.writeLock()
         defer { filesLock.unlock() }
         primary.closeAll()
-        backup.closeAll()
+        for backup in backups { backup.closeAll() }
         journal?.close()
         journal = nil
-        touchedSinceCheckpoint = []
         commitsSinceMark = 0
+        syncInFlight = false
         do {
             try recover()
         } catch {
@@ -391,6 +534,7 @@ final class GDBMEngine: @unchecked Sendable {
             shared.failure = nil
             shared.generation &+= 1
         }
+        scheduleFold()
     }
 
     // MARK: Transactions
@@ -512,10 +656,10 @@ final class GDBMEngine: @unchecked Sendable {
         let (open, waiting, failed) = state.withLock { ($0.isOpen, $0.pendingOps, $0.failure != nil) }
         // A store to repair (``repairIfFailed()``) is the writer thread's.
         guard open, !failed, waiting <= GDBMEngine.inlineApplyLimit else { return .declined }
-        // A sync point is due: this write queues behind it on the writer thread, so inline
-        // writes never starve the writer's sync points and checkpoints (the journal stays
-        // bounded by `checkpoint_kb`).
-        guard !syncPointDue else {
+        // A rotation or sync point is due: this write queues behind it on the writer thread,
+        // so inline writes never starve them (the active segment stays bounded by
+        // `checkpoint_kb`).
+        guard !maintenanceDue else {
             scheduleApply(force: true)
             return .declined
         }
@@ -558,12 +702,6 @@ final class GDBMEngine: @unchecked Sendable {
         try journal.append(.transaction(seq: seq, ops: ops), sync: sync)
         if sync { journalSyncedSinceMark = true }
         lastSeq = seq
-        // Ops come grouped by file: hash each file once, not once per op.
-        var lastFile: FileID?
-        for op in ops where op.file != lastFile {
-            lastFile = op.file
-            touchedSinceCheckpoint.insert(op.file)
-        }
         // Nothing waits and no reader holds the files (the usual case): the commit goes
         // straight to the files, with no layer to publish and take back. Readers begin only
         // under the files lock, so none sees the files half written; `pending` changes only
@@ -592,17 +730,14 @@ final class GDBMEngine: @unchecked Sendable {
                 return
             }
             commitsSinceMark += 1
-            if syncPointDue {
+            filesLock.unlock()
+            if maintenanceDue {
                 if inline {
-                    filesLock.unlock()
                     scheduleApply(force: true)
                     return
                 }
-                do { try syncPoint(forceCheckpoint: false) } catch {
-                    state.withLock { $0.failure = DepotError.wrap(error, as: .io, "Applying a commit to the GDBM files failed.") }
-                }
+                maintain()
             }
-            filesLock.unlock()
             return
         }
         let layer = CommittedLayer(seq: seq, changes: tx.overlayChanges, ops: ops)
@@ -626,10 +761,11 @@ final class GDBMEngine: @unchecked Sendable {
         // bound, the commit waits until no reader is open and applies them.
         if state.withLock({ $0.pending.count }) >= GDBMEngine.maximumPendingCommits {
             filesLock.writeLock()
-            defer { filesLock.unlock() }
             do { try applyPending() } catch {
                 state.withLock { $0.failure = DepotError.wrap(error, as: .io, "Applying a commit to the GDBM files failed.") }
             }
+            filesLock.unlock()
+            if maintenanceDue { maintain() }
         }
     }
 
@@ -642,24 +778,25 @@ final class GDBMEngine: @unchecked Sendable {
     @discardableResult
     private func tryApply(syncAllowed: Bool) -> Bool {
         guard filesLock.tryWriteLock() else { return false }
-        defer { filesLock.unlock() }
         do {
             try applyPending()
-            if syncPointDue {
-                guard syncAllowed else { return false }
-                try syncPoint(forceCheckpoint: false)
-            }
         } catch {
             state.withLock { $0.failure = DepotError.wrap(error, as: .io, "Applying a commit to the GDBM files failed.") }
+        }
+        filesLock.unlock()
+        if maintenanceDue {
+            guard syncAllowed else { return false }
+            maintain()
         }
         return true
     }
 
-    /// A sync point is due: the journal has reached the checkpoint size, or `sync_every`
-    /// commits were applied since the last one and `sync_interval_ms` has passed since it.
-    private var syncPointDue: Bool {
+    /// Work for the writer thread is due: the active journal segment has reached
+    /// `checkpoint_kb` (a rotation), or `sync_every` commits were applied since the last
+    /// sync point and `sync_interval_ms` has passed since it.
+    private var maintenanceDue: Bool {
         if (journal?.size ?? 0) >= options.checkpointBytes { return true }
-        guard commitsSinceMark >= options.syncEveryCommits else { return false }
+        guard commitsSinceMark >= options.syncEveryCommits, !syncInFlight else { return false }
         return GDBMEngine.monotonicNanoseconds() &- lastSyncPoint >= UInt64(options.syncIntervalMilliseconds) * 1_000_000
     }
 
@@ -684,55 +821,247 @@ final class GDBMEngine: @unchecked Sendable {
         commitsSinceMark += layers.count
     }
 
-    /// Syncs the primary files and marks the journal `applied`; checkpoints when the journal
-    /// is large (or `forceCheckpoint` and it holds any transaction).
-    private func syncPoint(forceCheckpoint: Bool) throws {
-        // An `applied` mark must cover every journaled transaction.
-        guard let journal, state.withLock({ $0.pending.isEmpty }) else { return }
-        if commitsSinceMark > 0 {
-            try primary.syncAll()
-            try journal.sync()
-            try journal.append(.applied(seq: lastSeq), sync: options.durability == .full)
-            journalSyncedSinceMark = false
-            commitsSinceMark = 0
-            lastSyncPoint = GDBMEngine.monotonicNanoseconds()
+    /// Writer-thread upkeep after a commit (under `writerLock`, files lock not held): rotates
+    /// the journal when the active segment has reached `checkpoint_kb`, and starts a sync
+    /// point when one is due. Neither waits for a fold or an fsync of the primary files
+    /// (Docs/GDBMDriver.md, "Journal segments"); failures make the store refuse work until
+    /// repaired, as a failed apply does.
+    private func maintain() {
+        do {
+            if let journal, journal.size >= options.checkpointBytes { try rotate() }
+            if maintenanceDue { try startSyncPoint() }
+        } catch {
+            state.withLock { $0.failure = DepotError.wrap(error, as: .io, "Rotating the GDBM journal or starting a sync point failed.") }
         }
-        if journal.size >= options.checkpointBytes || (forceCheckpoint && lastSeq > journal.baseSeq) {
-            try checkpoint()
+        // Folds that cannot keep up with the writers: past a bound on closed segments, the
+        // commit waits for the fold (the journal on disk stays bounded).
+        while folds.withLock({ $0.closed.count > GDBMEngine.maximumClosedSegments && $0.jobs > 0 }),
+            state.withLock({ $0.isOpen && $0.failure == nil })
+        {
+            usleep(1000)
         }
     }
 
-    /// Folds the journal into the backup files and starts a fresh journal.
-    private func checkpoint() throws {
-        guard let journal else { return }
-        try journal.append(.checkpointBegin(seq: lastSeq), sync: true)
-        let touched = touchedSinceCheckpoint
-        // The primary files are synced here. When the files the journal touched are small
-        // next to it (bulk loads), copying them is far cheaper than replaying every op.
-        let touchedBytes = touched.reduce(0) { $0 + FileSystem.size(primary.path($1)) }
-        if touchedBytes <= 4 * journal.size {
-            backup.closeAll()
-            for id in touched {
-                if FileSystem.exists(primary.path(id)) {
-                    try FileSystem.copy(primary.path(id), to: backup.path(id))
-                } else {
-                    try FileSystem.remove(backup.path(id))
-                }
-            }
-        } else {
-            let (_, records, _) = try Journal.parse(try Journal.readAll(journal.fd, path: journal.path, fromStart: true))
-            for case .transaction(let seq, let ops) in records where seq > journal.baseSeq {
-                for op in ops { try backup.apply(op) }
-            }
-            try backup.syncAll()
-            backup.closeAll()
-        }
-        try FileSystem.syncDirectory(backup.directory)
-        let fresh = try Journal.create(path: journalPath, baseSeq: lastSeq)
+    /// Closed segments that may wait for a fold before commits wait for it too.
+    static let maximumClosedSegments = 4
+
+    /// Closes the active journal segment and starts a new one whose base is the last commit;
+    /// the closed segment is folded into a backup in the background (``fold()``).
+    private func rotate(scheduling: Bool = true) throws {
+        guard let journal, lastSeq > journal.baseSeq else { return }
+        let closedPath = Journal.segmentPath(directory: directory, base: journal.baseSeq)
+        let fresh = try Journal.rotate(path: journalPath, closedPath: closedPath, baseSeq: lastSeq, sync: options.durability == .full)
+        let segment = JournalSegment(base: journal.baseSeq, end: lastSeq, path: closedPath)
         journal.close()
         self.journal = fresh
+        folds.withLock { $0.closed.append(segment) }
+        if scheduling { scheduleFold() }
+    }
+
+    /// A sync point, started by the writer: notes the last commit (every commit applied, no
+    /// layer pending) and the primary files written since the last sync point, then fsyncs
+    /// them and the journal on ``background`` while commits and reads go on; the writer
+    /// thread then appends `applied(n)` if `n` is still the last commit
+    /// (``finishSyncPoint(_:journal:)``). A later commit may have touched the files during
+    /// the fsyncs; that is why the mark is only written when there was none.
+    private func startSyncPoint() throws {
+        guard !syncInFlight, commitsSinceMark > 0, let journal, state.withLock({ $0.pending.isEmpty }) else { return }
+        let seq = lastSeq
+        let (descriptors, directoryChanged) = try primary.takeDirty()
+        let journalFD = dup(journal.fd)
+        guard journalFD >= 0 else {
+            for d in descriptors { Glibc.close(d.fd) }
+            throw GDBMErrors.system(errno, "dup", path: journal.path)
+        }
+        syncInFlight = true
+        commitsSinceMark = 0
+        lastSyncPoint = GDBMEngine.monotonicNanoseconds()
+        let journalPath = journal.path
+        let dataDirectory = primary.directory
+        let sent = UncheckedSendable((journal, descriptors))
+        let queued = submitBackground { [self] in
+            let failure: (any Error)?
+            do {
+                for d in sent.value.1 { try FileSystem.sync(descriptor: d.fd, path: d.path) }
+                if directoryChanged { try FileSystem.syncDirectory(dataDirectory) }
+                try FileSystem.sync(descriptor: journalFD, path: journalPath)
+                failure = nil
+            } catch {
+                failure = error
+            }
+            for d in sent.value.1 { Glibc.close(d.fd) }
+            Glibc.close(journalFD)
+            let finished = UncheckedSendable(sent.value.0)
+            // Refused only once the store is closed; nothing is then left to mark.
+            thread.submit { [self] in
+                writerLock.withLock {
+                    syncInFlight = false
+                    if let failure {
+                        state.withLock { $0.failure = DepotError.wrap(failure, as: .io, "A sync point of the GDBM files failed.") }
+                    } else {
+                        finishSyncPoint(seq, journal: finished.value)
+                    }
+                }
+            }
+        }
+        if !queued {
+            for d in descriptors { Glibc.close(d.fd) }
+            Glibc.close(journalFD)
+            syncInFlight = false
+        }
+    }
+
+    /// Ends a sync point on the writer thread: the primary files and the journal were
+    /// fsynced up to commit `seq`; if it is still the last commit, in the same segment,
+    /// the journal says so with `applied(seq)` (recovery trusts only a mark for the last
+    /// commit, Docs/GDBMDriver.md).
+    private func finishSyncPoint(_ seq: UInt64, journal synced: Journal) {
+        guard let journal, journal === synced, lastSeq == seq, state.withLock({ $0.isOpen && $0.failure == nil }) else { return }
+        do {
+            try journal.append(.applied(seq: seq), sync: options.durability == .full)
+            journalSyncedSinceMark = false
+        } catch {
+            state.withLock { $0.failure = DepotError.wrap(error, as: .io, "Marking a sync point in the GDBM journal failed.") }
+        }
+    }
+
+    /// A sync point that waits for its fsyncs (closing): every commit applied, the primary
+    /// files and the journal synced, then `applied(n)`.
+    private func syncPointNow() throws {
+        guard let journal, state.withLock({ $0.pending.isEmpty }) else { return }
+        try primary.syncAll()
+        guard commitsSinceMark > 0 || syncInFlight else { return }
+        try journal.sync()
+        try journal.append(.applied(seq: lastSeq), sync: options.durability == .full)
         journalSyncedSinceMark = false
-        touchedSinceCheckpoint = []
+        commitsSinceMark = 0
+        lastSyncPoint = GDBMEngine.monotonicNanoseconds()
+    }
+
+    // MARK: Background work
+
+    /// Queues `job` on ``background``, counted until it ends (``waitForBackground()``).
+    @discardableResult
+    private func submitBackground(_ job: @escaping @Sendable () -> Void) -> Bool {
+        folds.withLock { $0.jobs += 1 }
+        let queued = background.submit { [self] in
+            job()
+            folds.withLock { $0.jobs -= 1 }
+        }
+        if !queued { folds.withLock { $0.jobs -= 1 } }
+        return queued
+    }
+
+    /// Blocks until no background job is queued or running (closing and repairing: nothing
+    /// may touch the backups or the journal segments meanwhile). A fold stops early once the
+    /// store is no longer open.
+    private func waitForBackground() {
+        while folds.withLock({ $0.jobs > 0 }) { usleep(1000) }
+    }
+
+    /// Waits until the writer thread has done what was queued for it (a rotation an inline
+    /// commit left to it), then until the background work has finished (tests).
+    func waitForFolds() async {
+        _ = try? await thread.run {}
+        while folds.withLock({ $0.jobs > 0 }) { try? await Task.sleep(nanoseconds: 1_000_000) }
+    }
+
+    /// The backup state and the closed segments (tests).
+    var backupState: (state: BackupState, closedSegments: [JournalSegment]) {
+        folds.withLock { ($0.backup, $0.closed) }
+    }
+
+    private func scheduleFold() {
+        guard folds.withLock({ !$0.closed.isEmpty }) else { return }
+        submitBackground { [self] in
+            do {
+                try fold(whileOpen: true)
+            } catch is FoldStopped {
+            } catch {
+                state.withLock { $0.failure = DepotError.wrap(error, as: .io, "Folding the GDBM journal into a backup failed.") }
+            }
+        }
+    }
+
+    /// Folds run at a lower CPU priority than the threads serving transactions (Linux: the
+    /// calling thread's nice value, 10: on Linux the nice value is per thread and `who` 0 is
+    /// the calling thread), so on a busy machine they take what is left.
+    private static func lowerThreadPriority() {
+        #if os(Linux)
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)
+        #endif
+    }
+
+    /// The store closed while a fold ran: it stops, leaving the backup it wrote marked
+    /// unsound (the next fold starts it again).
+    private struct FoldStopped: Error {}
+
+    /// Brings the older backup up to the end of the newest closed segment, then makes it
+    /// the current one (Docs/GDBMDriver.md, "Backups and folds"). On ``background``,
+    /// holding neither the writer lock nor the files lock: it reads closed segments, which
+    /// never change, and writes only the backup that ``BackupState`` does not call current.
+    ///
+    /// 1. `backup.state` is rewritten to say the other backup is unsound (so a crash from
+    ///    here on never trusts it);
+    /// 2. if it was unsound already, the current backup's files are copied into it;
+    /// 3. every transaction after its commit, up to the newest closed segment's end, is
+    ///    replayed into it; its files and directory are fsynced;
+    /// 4. `backup.state` names it current at that commit, and the former current one as the
+    ///    sound older backup;
+    /// 5. closed segments that neither backup needs any more are removed.
+    ///
+    /// `whileOpen`: a background fold, which stops once the store is closing (closing runs
+    /// its own fold afterwards, with `whileOpen` false).
+    private func fold(whileOpen: Bool) throws {
+        let (backup, closed) = folds.withLock { ($0.backup, $0.closed) }
+        guard let newest = closed.last, newest.end > backup.currentSeq else { return }
+        if whileOpen {
+            guard state.withLock({ $0.isOpen }) else { return }
+            GDBMEngine.lowerThreadPriority()
+        }
+        let target = backups[backup.other]
+        let source = backups[backup.current]
+        try BackupState(current: backup.current, currentSeq: backup.currentSeq, previousSeq: nil).write(directory: directory)
+        folds.withLock { $0.backup.previousSeq = nil }
+        // Replaying a journal byte costs gdbm about four times what copying a file byte
+        // costs: after a bulk load, copying the current backup and replaying only the newest
+        // segments beats replaying the load a second time.
+        func journalBytes(after seq: UInt64) -> Int {
+            closed.filter { $0.end > seq }.reduce(0) { $0 + FileSystem.size($1.path) }
+        }
+        var start: UInt64
+        if let previous = backup.previousSeq,
+            4 * journalBytes(after: previous) <= (try FileSystem.gdbmFiles(in: source.directory)).reduce(0, { $0 + FileSystem.size(source.path($1)) }) + 4 * journalBytes(after: backup.currentSeq)
+        {
+            start = previous
+        } else {
+            try target.removeAllFiles()
+            for id in try FileSystem.gdbmFiles(in: source.directory) {
+                try FileSystem.copy(source.path(id), to: target.path(id))
+            }
+            start = backup.currentSeq
+        }
+        defer { target.closeAll() }
+        for segment in closed where segment.end > start {
+            if whileOpen { guard state.withLock({ $0.isOpen }) else { throw FoldStopped() } }
+            let (_, records) = try Journal.readSegment(path: segment.path, sync: true)
+            for case .transaction(let seq, let ops) in records where seq > start && seq <= newest.end {
+                for op in ops { try target.apply(op) }
+            }
+        }
+        try target.syncAll()
+        target.closeAll()
+        try FileSystem.syncDirectory(target.directory)
+        let next = BackupState(current: backup.other, currentSeq: newest.end, previousSeq: backup.currentSeq)
+        try next.write(directory: directory)
+        let obsolete = folds.withLock { folds -> [JournalSegment] in
+            folds.backup = next
+            let gone = folds.closed.filter { $0.end <= backup.currentSeq }
+            folds.closed.removeAll { $0.end <= backup.currentSeq }
+            return gone
+        }
+        for segment in obsolete { try FileSystem.remove(segment.path) }
+        if !obsolete.isEmpty { try FileSystem.syncDirectory(directory) }
     }
 
     /// The journal's length as of its last fsync and its current length (tests: what a power

@@ -2,6 +2,10 @@ import CGDBM
 import DepotCore
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// One open GDBM database file.
 ///
 /// gdbm handles are not thread-safe: every call into gdbm holds `lock` (shared by the files
@@ -220,6 +224,19 @@ final class GDBMFile {
         lock.lock()
         defer { lock.unlock() }
         if gdbm_sync(dbf) != 0 { throw GDBMErrors.fromFile(dbf, operation: "sync", file: name) }
+    }
+
+    /// A duplicate of the file's descriptor, for an fsync that holds no lock while it runs
+    /// (a sync point in the background; the caller closes it). gdbm writes a store's
+    /// buckets, directory and header to the file (or its shared mapping) before
+    /// `gdbm_store` returns, so fsyncing the descriptor makes every finished store durable.
+    func duplicateDescriptor() throws -> Int32 {
+        let dbf = try dbf()
+        lock.lock()
+        defer { lock.unlock() }
+        let fd = dup(gdbm_fdesc(dbf))
+        guard fd >= 0 else { throw GDBMErrors.system(errno, "dup", path: path) }
+        return fd
     }
 
     /// Closes the file (a clean close leaves a sound GDBM database). Idempotent.

@@ -87,7 +87,8 @@ enum JournalRecord: Sendable {
     case transaction(seq: UInt64, ops: [FileOp])
     /// The primary GDBM files hold every transaction up to `seq` and were synced.
     case applied(seq: UInt64)
-    /// A checkpoint of transactions up to `seq` into the backup files has started.
+    /// A checkpoint of transactions up to `seq` into the backup files has started. Written
+    /// only by drivers before journal segments (2026-11-26); opening still understands it.
     case checkpointBegin(seq: UInt64)
 
     var seq: UInt64 {
@@ -97,7 +98,8 @@ enum JournalRecord: Sendable {
     }
 }
 
-/// The redo journal: `store/journal`.
+/// One segment of the redo journal: the active one, `store/journal`, or a closed one,
+/// `store/journal.<base>` (Docs/GDBMDriver.md, "Journal segments").
 ///
 /// Layout: a 24-byte header (`DEPOTJNL`, format version u32, base sequence u64, CRC-32 of
 /// the first 20 bytes), then records, each `payload length u32 | CRC-32 u32 | payload`
@@ -135,28 +137,83 @@ final class Journal {
     /// (fsync of the file and its directory first), then opens it.
     static func create(path: String, baseSeq: UInt64) throws -> Journal {
         let tmp = path + ".new"
+        try writeHeaderFile(tmp, baseSeq: baseSeq, sync: true)
+        try FileSystem.rename(tmp, to: path)
+        try FileSystem.syncDirectory((path as NSString).deletingLastPathComponent)
+        let opened = try open(path: path)
+        return opened.journal
+    }
+
+    /// Closes the active segment at `path` under the name `closedPath` and starts a new one
+    /// there whose base is `baseSeq` (Docs/GDBMDriver.md, "Journal segments"): the new
+    /// segment is written as `path.new`, then `path` is renamed to `closedPath` and `path.new`
+    /// to `path`. A crash between the two renames leaves `path.new` and no `path`, which
+    /// opening renames into place. With `sync` (durability `full`) the new file and the
+    /// directory are fsynced, so acknowledged commits in the new segment survive power loss.
+    static func rotate(path: String, closedPath: String, baseSeq: UInt64, sync: Bool) throws -> Journal {
+        let tmp = path + ".new"
+        try writeHeaderFile(tmp, baseSeq: baseSeq, sync: sync)
+        try FileSystem.rename(path, to: closedPath)
+        try FileSystem.rename(tmp, to: path)
+        if sync { try FileSystem.syncDirectory((path as NSString).deletingLastPathComponent) }
+        return try open(path: path).journal
+    }
+
+    /// Writes a journal file holding only a header.
+    private static func writeHeaderFile(_ path: String, baseSeq: UInt64, sync: Bool) throws {
         var w = ByteWriter(capacity: headerSize)
         w.bytes.append(contentsOf: magic)
         w.u32(formatVersion)
         w.u64(baseSeq)
         w.u32(CRC32.checksum(w.bytes))
-        try GDBMFaults.check("create", path: tmp)
-        let fd = Glibc.open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw GDBMErrors.system(errno, "create", path: tmp) }
-        do {
-            try writeAll(fd, w.bytes, path: tmp)
-            try GDBMFaults.check("fsync", path: tmp)
-            guard fsync(fd) == 0 else { throw GDBMErrors.system(errno, "sync", path: tmp) }
-        } catch {
-            Glibc.close(fd)
-            throw error
+        try GDBMFaults.check("create", path: path)
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw GDBMErrors.system(errno, "create", path: path) }
+        defer { Glibc.close(fd) }
+        try writeAll(fd, w.bytes, path: path)
+        if sync {
+            try GDBMFaults.check("fsync", path: path)
+            guard fsync(fd) == 0 else { throw GDBMErrors.system(errno, "sync", path: path) }
         }
-        Glibc.close(fd)
-        try GDBMFaults.check("rename", path: tmp)
-        guard rename(tmp, path) == 0 else { throw GDBMErrors.system(errno, "rename", path: tmp) }
-        try FileSystem.syncDirectory((path as NSString).deletingLastPathComponent)
-        let opened = try open(path: path)
-        return opened.journal
+    }
+
+    /// The name of a closed segment whose base is `base`: `journal.` and 20 decimal digits,
+    /// so names sort like their bases.
+    static func segmentPath(directory: String, base: UInt64) -> String {
+        let digits = String(base)
+        return directory + "/journal." + String(repeating: "0", count: 20 - digits.count) + digits
+    }
+
+    /// The closed segments of a store directory, by base (names that are not
+    /// `journal.` and 20 digits are ignored).
+    static func closedSegments(in directory: String) throws -> [(base: UInt64, path: String)] {
+        try GDBMFaults.check("list", path: directory)
+        let names: [String]
+        do { names = try FileManager.default.contentsOfDirectory(atPath: directory) } catch {
+            throw DepotError(.io, "Could not list '\(directory)'.", cause: DepotError.wrap(error))
+        }
+        var found: [(base: UInt64, path: String)] = []
+        for name in names where name.hasPrefix("journal.") {
+            let digits = name.dropFirst("journal.".count)
+            guard digits.count == 20, digits.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let base = UInt64(digits) else { continue }
+            found.append((base, directory + "/" + name))
+        }
+        return found.sorted { $0.base < $1.base }
+    }
+
+    /// Reads a closed segment without changing it: its base and its complete records (a
+    /// torn tail is left on disk and ignored). With `sync`, fsyncs it first.
+    static func readSegment(path: String, sync: Bool = false) throws -> (baseSeq: UInt64, records: [JournalRecord]) {
+        try GDBMFaults.check("open", path: path)
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw GDBMErrors.system(errno, "open", path: path) }
+        defer { Glibc.close(fd) }
+        if sync {
+            try GDBMFaults.check("fsync", path: path)
+            guard fsync(fd) == 0 else { throw GDBMErrors.system(errno, "sync", path: path) }
+        }
+        let (base, records, _) = try parse(try readAll(fd, path: path))
+        return (base, records)
     }
 
     /// Opens the journal, reads every complete record, and cuts off a torn tail.
@@ -417,6 +474,17 @@ enum FileSystem {
     }
 
     static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+    static func rename(_ from: String, to: String) throws {
+        try GDBMFaults.check("rename", path: from)
+        guard Glibc.rename(from, to) == 0 else { throw GDBMErrors.system(errno, "rename", path: from) }
+    }
+
+    /// fsyncs an open descriptor (a dup of a GDBM file's, for a sync point off the files lock).
+    static func sync(descriptor: Int32, path: String) throws {
+        try GDBMFaults.check("fsync", path: path)
+        guard fsync(descriptor) == 0 else { throw GDBMErrors.system(errno, "sync", path: path) }
+    }
 
     /// The size of a file in bytes, `0` when it cannot be read.
     static func size(_ path: String) -> Int {

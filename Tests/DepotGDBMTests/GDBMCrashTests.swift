@@ -1,15 +1,17 @@
 import DepotConformance
 import DepotCore
-import DepotGDBM
 import Foundation
 import Testing
+
+@testable import DepotGDBM
 
 /// Crash safety by killing: `depot-crash-helper` commits multi-collection transactions to a
 /// GDBM store and is SIGKILLed at random moments; after each kill the store must open,
 /// pass its integrity check, hold every acknowledged commit and no partial transaction.
 @Suite(.serialized) struct GDBMCrashTests {
-    /// Small checkpoints and frequent sync points, so kills land in every phase: journal
-    /// append, apply to the GDBM files, sync point, checkpoint into the backup files.
+    /// Small journal segments and frequent sync points, so kills land in every phase: journal
+    /// append, apply to the GDBM files, sync point, rotation of the journal, and a fold of a
+    /// closed segment into a backup in the background.
     @Test func survivesKillNineWithDurabilityFull() async throws {
         let count = CrashTrials.trialCount(default: 200, configurations: 2)
         let report = try await trials(options: "?durability=full&checkpoint_kb=48&sync_every=4&sync_interval_ms=0", trials: count, seed: 20_261_122, maxDelay: 180)
@@ -18,6 +20,21 @@ import Testing
         // Kills land uniformly from launch on, so some hit open/recovery and some hit commits;
         // how many of each depends on how fast the machine starts the helper.
         #expect(report.trialsWithCommits >= count / 10, "kills land while the helper commits: \(report)")
+        #expect(report.killStates[Self.duringFold, default: 0] >= 1, "kills land during folds: \(report)")
+    }
+
+    static let duringFold = "older backup marked unsound (a fold running)"
+
+    /// What a kill left on disk: a fold under way (`backup.state` calls the older backup
+    /// unsound while closed segments wait), a rotation stopped between its renames, closed
+    /// segments waiting for a fold, or none of these.
+    static func classify(_ directory: String) -> String {
+        let store = directory + "/store"
+        if FileSystem.exists(store + "/journal.new") && !FileSystem.exists(store + "/journal") { return "rotation between its renames" }
+        let closed = (try? Journal.closedSegments(in: store)) ?? []
+        guard !closed.isEmpty else { return "no closed segment" }
+        if let state = try? BackupState.read(directory: store), state.previousSeq == nil { return duringFold }
+        return "closed segments waiting"
     }
 
     @Test func survivesKillNineWithDurabilityNormal() async throws {
@@ -36,7 +53,7 @@ import Testing
             GDBMDriver.register(in: &registry)
             return try await registry.makeDriver(store)
         }
-        return try await CrashTrials.run(store: store, factory: factory, directory: dir.path, trials: trials, seed: seed, maxDelayMilliseconds: maxDelay)
+        return try await CrashTrials.run(store: store, factory: factory, directory: dir.path, trials: trials, seed: seed, maxDelayMilliseconds: maxDelay, classify: Self.classify)
     }
 }
 

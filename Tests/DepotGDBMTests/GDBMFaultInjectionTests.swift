@@ -11,8 +11,9 @@ import Glibc
 
 /// Fails every operation of the driver's file layer in turn, once and for good, with `EIO`
 /// and `ENOSPC`, through ``GDBMFaultPlan`` (Docs/GDBMDriver.md, "I/O fault injection"):
-/// during a commit, during a commit that makes a sync point and a checkpoint, and while
-/// opening a store whose journal must be replayed. After each failure the error is a typed
+/// during a commit, during a commit that closes the journal segment and the fold of that
+/// segment into a backup that follows it, and while opening a store whose journal must be
+/// replayed (after a failed apply, and after a failed fold). After each failure the error is a typed
 /// `.io`; the driver shows the old or the new state of the failed transaction, and once the
 /// disk works again (after repairing its files, when the failure came after the commit was
 /// journaled) takes the next commit; and a fresh driver on the real files, and one on the
@@ -23,19 +24,20 @@ import Glibc
     enum Step: String, Sendable, CaseIterable, CustomStringConvertible {
         /// One write transaction (two collections, several records).
         case commit
-        /// The same commit in a store whose journal limit is tiny, so that the commit makes a
-        /// sync point and folds the journal into the backup files (a checkpoint).
-        case commitAndCheckpoint
+        /// The same commit in a store whose journal limit is tiny, so that the commit closes
+        /// the journal segment, and the fold of that segment into a backup, which runs in
+        /// the background after the commit returns (the step waits for it).
+        case commitAndFold
         /// Opening a store whose journal ends in a transaction the files lack (its apply
         /// failed): recovery rebuilds the primary files from the backup and the journal.
         case recovery
-        /// Opening a store whose journal ends in `checkpointBegin` (the checkpoint failed
-        /// while writing the backup files): recovery copies the primary files over the backup
-        /// and starts a fresh journal.
-        case recoveryFromCheckpoint
+        /// Opening a store whose last fold failed while writing a backup (`backup.state` calls
+        /// that backup unsound): recovery rebuilds the primary files from the current backup
+        /// and the journal segments, and the fold runs again (the step waits for it).
+        case recoveryAfterFailedFold
 
         /// A step that opens a store prepared by a commit that failed part way.
-        var isRecovery: Bool { self == .recovery || self == .recoveryFromCheckpoint }
+        var isRecovery: Bool { self == .recovery || self == .recoveryAfterFailedFold }
 
         var description: String { rawValue }
     }
@@ -45,7 +47,7 @@ import Glibc
         var options = EngineOptions()
         options.durability = durability
         // Smaller than any transaction record, larger than a fresh journal's header.
-        if step == .commitAndCheckpoint || step == .recoveryFromCheckpoint { options.checkpointBytes = 64 }
+        if step == .commitAndFold || step == .recoveryAfterFailedFold { options.checkpointBytes = 64 }
         return options
     }
 
@@ -68,24 +70,32 @@ import Glibc
         }
     }
 
-    /// A store in the old state, with its driver open; for `.recovery` a closed store whose
-    /// journal holds the new state too, but whose files lack it: the tested commit was
-    /// acknowledged, then failed to apply at operation `applyFailure` (its first gdbm store).
+    /// A store in the old state, with its driver open; for the recovery steps a closed store
+    /// whose journal holds the new state too, but whose files lack it: the tested commit was
+    /// acknowledged, then failed at operation `applyFailure` (for `.recovery` its first gdbm
+    /// store; for `.recoveryAfterFailedFold` the first gdbm store of the fold after it).
     static func prepare(_ store: FaultyStore, _ durability: Durability, _ step: Step, applyFailure: Int) async throws -> GDBMDriver? {
         let driver = try await GDBMDriver(directory: store.path, options: options(durability, step))
         try await driver.write { tx in try Self.setUp(tx) }
+        // With a tiny journal limit the set-up's own segment is folded in the background:
+        // done before the tested operations are counted.
+        await driver.engine.waitForFolds()
         guard step.isRecovery else { return driver }
         store.plan.arm(failingAt: applyFailure, mode: .once, errno: EIO)
         try await driver.write { tx in try Self.change(tx) }
+        await driver.engine.waitForFolds()
         #expect(store.plan.failureCount == 1)
         store.plan.disarm()
         try await driver.close()
         // The journal ends as the step needs it.
         let (journal, records) = try Journal.open(path: store.path + "/journal")
         journal.close()
-        switch (step, records.last) {
-        case (.recovery, .transaction?), (.recoveryFromCheckpoint, .checkpointBegin?): break
-        default: Issue.record("\(step): the journal ends in \(String(describing: records.last))")
+        switch step {
+        case .recovery:
+            if case .transaction? = records.last {} else { Issue.record("\(step): the journal ends in \(String(describing: records.last))") }
+        default:
+            #expect(try BackupState.read(directory: store.path)?.previousSeq == nil, "\(step): the fold's backup is marked unsound")
+            #expect(try !Journal.closedSegments(in: store.path).isEmpty, "\(step): the closed segment waits for the fold")
         }
         return nil
     }
@@ -94,9 +104,12 @@ import Glibc
     static func run(_ step: Step, _ store: FaultyStore, _ durability: Durability, _ driver: GDBMDriver?) async throws -> GDBMDriver {
         if let driver {
             try await driver.write { tx in try Self.change(tx) }
+            await driver.engine.waitForFolds()
             return driver
         }
-        return try await GDBMDriver(directory: store.path, options: options(durability, step))
+        let opened = try await GDBMDriver(directory: store.path, options: options(durability, step))
+        await opened.engine.waitForFolds()
+        return opened
     }
 
     /// The step's operations, counted on a store like the tested ones, and the operation at
@@ -106,16 +119,13 @@ import Glibc
         if step == .recovery {
             let (commit, _) = try await operations(durability, .commit)
             applyFailure = try #require(commit.firstIndex(of: "gdbm store")) + 1
-        } else if step == .recoveryFromCheckpoint {
-            // The first operation of the checkpoint proper: after the sync point's gdbm syncs come
-            // the writes of its `applied` mark, of `checkpointBegin` (then its fsync), and of
-            // the fresh journal.
-            let (commit, _) = try await operations(durability, .commitAndCheckpoint)
-            let firstSync = try #require(commit.firstIndex(of: "gdbm sync"))
-            let writes = commit.indices.filter { $0 > firstSync && commit[$0] == "write" }
-            try #require(writes.count == 3, "\(commit)")
-            #expect(commit[writes[1] + 1] == "fsync", "\(commit)")
-            applyFailure = writes[1] + 3
+        } else if step == .recoveryAfterFailedFold {
+            // The fold's first gdbm store: after the commit's, and after the rotation's two
+            // renames (`journal` to `journal.<base>`, `journal.new` to `journal`).
+            let (commit, _) = try await operations(durability, .commitAndFold)
+            let renames = commit.indices.filter { commit[$0] == "rename" }
+            try #require(renames.count >= 2, "\(commit)")
+            applyFailure = try #require(commit.indices.first { $0 > renames[1] && commit[$0] == "gdbm store" }, "\(commit)") + 1
         }
         let store = try FaultyStore()
         defer { store.finish() }
@@ -136,12 +146,16 @@ import Glibc
             #expect(log.first == "write", "\(log)")
             #expect(log.contains("fsync") == (durability == .full), "\(log)")
             #expect(log.contains("gdbm store") && log.contains("gdbm delete"), "\(log)")
-        case .commitAndCheckpoint:
-            #expect(log.contains("gdbm sync") && log.contains("rename") && log.contains("fsync directory"), "\(log)")
+        case .commitAndFold:
+            // The rotation's renames, then the fold: backup.state written (create, fsync,
+            // rename, fsync of the directory), the segment read and replayed.
+            #expect(log.filter { $0 == "rename" }.count >= 3 && log.contains("fsync directory"), "\(log)")
+            let renames = log.indices.filter { log[$0] == "rename" }
+            #expect(log[renames[1]...].contains("gdbm store"), "\(log)")
         case .recovery:
             #expect(log.contains("open lock file") && log.contains("read") && log.contains("gdbm store"), "\(log)")
-        case .recoveryFromCheckpoint:
-            #expect(log.contains("open lock file") && log.contains("read") && log.contains("rename"), "\(log)")
+        case .recoveryAfterFailedFold:
+            #expect(log.contains("open lock file") && log.contains("read") && log.contains("gdbm store") && log.contains("rename"), "\(log)")
         }
         // The same step counts the same operations again (the order of the gdbm calls on
         // different files follows Swift's per-instance hashing, so it may differ).
@@ -250,7 +264,10 @@ import Glibc
             shown.a[3] = "three"
             #expect(try await state(live) == shown, "\(context)")
             // The image kill -9 would leave now: a clean close folds the journal into the
-            // files, so only a crash image shows what the journal itself holds.
+            // files, so only a crash image shows what the journal itself holds. (Taken once
+            // the fold the commit started has ended: a copy is no instant image while it
+            // renames files.)
+            await live.engine.waitForFolds()
             try FileManager.default.copyItem(atPath: store.path, toPath: store.root.path + "/crash")
             try await live.close()
         }

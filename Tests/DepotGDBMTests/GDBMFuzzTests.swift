@@ -16,8 +16,9 @@ import Testing
             for i in 1...300 { try tx.insert(Record(id: .int(Int64(i)), fields: ["name": .string("user \(i)"), "n": .int(Int64(i))]), into: users) }
         }
         try await driver.close()
+        let backupPath = dir.path + "/store/" + (try BackupState.currentDirectoryName(store: dir.path + "/store")) + "/users.records.gdbm"
         let pristine = try (FileHandle(forReadingFrom: URL(fileURLWithPath: dir.path + "/store/data/users.records.gdbm")).readToEnd() ?? Data())
-        let backup = try (FileHandle(forReadingFrom: URL(fileURLWithPath: dir.path + "/store/backup/users.records.gdbm")).readToEnd() ?? Data())
+        let backup = try (FileHandle(forReadingFrom: URL(fileURLWithPath: backupPath)).readToEnd() ?? Data())
         var rng = SplitMix64(seed: 99)
         var outcomes: [String: Int] = [:]
         for round in 0..<40 {
@@ -30,7 +31,7 @@ import Testing
             }
             // Damage both copies the same way, so no rebuild can hide it.
             try Data(damaged).write(to: URL(fileURLWithPath: dir.path + "/store/data/users.records.gdbm"))
-            try Data(damaged).write(to: URL(fileURLWithPath: dir.path + "/store/backup/users.records.gdbm"))
+            try Data(damaged).write(to: URL(fileURLWithPath: backupPath))
             do {
                 let store = try await GDBMDriver(location: StoreLocation("gdbm:" + dir.path + "/store"))
                 do {
@@ -45,7 +46,7 @@ import Testing
                 outcomes["open: " + error.code.name, default: 0] += 1
             }
         }
-        try backup.write(to: URL(fileURLWithPath: dir.path + "/store/backup/users.records.gdbm"))
+        try backup.write(to: URL(fileURLWithPath: backupPath))
         #expect(outcomes.values.reduce(0, +) == 40, "\(outcomes)")
         print("gdbm fuzz outcomes: \(outcomes)")
     }

@@ -85,12 +85,13 @@ import Testing
         #expect(try await healed.read { tx in try tx.count(.all, in: users) } == 20)
         #expect(try await healed.integrityCheck().isEmpty)
         try await healed.close()
-        // Primary and backup both foreign (or empty): `.corrupted`, never a crash.
+        // Primary and current backup both foreign (or empty): `.corrupted`, never a crash.
+        let backup = dir.path + "/store/" + (try BackupState.currentDirectoryName(store: dir.path + "/store")) + "/users.records.gdbm"
         try garbage.write(to: URL(fileURLWithPath: dir.path + "/store/data/users.records.gdbm"))
-        try garbage.write(to: URL(fileURLWithPath: dir.path + "/store/backup/users.records.gdbm"))
+        try garbage.write(to: URL(fileURLWithPath: backup))
         await expectCode(.corrupted) { _ = try await open(dir) }
         try Data().write(to: URL(fileURLWithPath: dir.path + "/store/data/users.records.gdbm"))
-        try Data().write(to: URL(fileURLWithPath: dir.path + "/store/backup/users.records.gdbm"))
+        try Data().write(to: URL(fileURLWithPath: backup))
         await expectCode(.corrupted) { _ = try await open(dir) }
         try Data("not a journal at all, not at all".utf8).write(to: URL(fileURLWithPath: dir.path + "/store/journal"))
         await expectCode(.corrupted) { _ = try await open(dir) }
@@ -198,7 +199,7 @@ import Testing
         }
     }
 
-    @Test func checkpointsFoldTheJournalIntoTheBackup() async throws {
+    @Test func closedSegmentsAreFoldedIntoTheBackupsInTheBackground() async throws {
         let dir = try TemporaryDirectory(), image = try TemporaryDirectory()
         defer { dir.remove(); image.remove() }
         let users = self.users
@@ -206,11 +207,20 @@ import Testing
         for i in 1...200 {
             try await driver.write { tx in try tx.insert(Record(id: .int(Int64(i)), fields: ["pad": .string(String(repeating: "x", count: 100))]), into: users) }
         }
-        // Small writes commit inline and leave sync points and checkpoints to the writer
-        // thread; a write made while one is due queues behind it there.
+        // Small writes commit inline and leave rotations to the writer thread; a write made
+        // while one is due queues behind it there. Folds run in the background.
         try await driver.write { _ in }
+        await driver.engine.waitForFolds()
         #expect(FileSystem.size(dir.path + "/store/journal") < 8 << 10)
-        #expect(FileSystem.exists(dir.path + "/store/backup/users.records.gdbm"))
+        let (state, closed) = driver.engine.backupState
+        // Folded up to a recent commit (a 4 KiB segment holds about 27 of these commits),
+        // and the file says so.
+        #expect(state.currentSeq >= 150, "\(state)")
+        #expect(state.previousSeq != nil, "\(state)")
+        #expect(try BackupState.read(directory: dir.path + "/store") == state)
+        #expect(closed.count <= GDBMEngine.maximumClosedSegments)
+        #expect(try Journal.closedSegments(in: dir.path + "/store").map(\.path) == closed.map(\.path))
+        #expect(FileSystem.exists(dir.path + "/store/" + BackupState.directoryNames[state.current] + "/users.records.gdbm"))
         try crashImage(of: dir, into: image)
         try await driver.close()
         let recovered = try await open(image)
@@ -267,7 +277,8 @@ import Testing
             #expect(result.status == .exited(0), "gdbmtool \(file) \(command): \(out)")
             return out
         }
-        for dirName in ["data", "backup"] {
+        // The primary files, and the current backup (a clean close folds the journal into it).
+        for dirName in ["data", try BackupState.currentDirectoryName(store: dir.path + "/store")] {
             #expect(try run(dirName + "/users.records.gdbm", "count").contains("12"))
             #expect(try run(dirName + "/users.index.gdbm", "count").contains("12"))
             #expect(try run(dirName + "/_depotsys_catalog.gdbm", "count").contains("1"))
