@@ -68,6 +68,10 @@ public struct BenchResult: Codable, Sendable, Hashable {
     public var p50Nanoseconds: UInt64?
     /// 99th percentile latency, nanoseconds.
     public var p99Nanoseconds: UInt64?
+    /// 99.9th percentile latency, nanoseconds (the record workloads; `nil` elsewhere).
+    public var p999Nanoseconds: UInt64? = nil
+    /// The slowest single operation over all rounds, nanoseconds (the record workloads).
+    public var maxNanoseconds: UInt64? = nil
     /// For Depot: the median over rounds of (Depot's time ÷ raw time) for the same
     /// operations; `2.0` means Depot took twice as long. `nil` without a baseline.
     public var ratioToRaw: Double?
@@ -134,7 +138,7 @@ extension BenchReport {
         }
         lines.append("")
         let toRecord = results.contains { $0.ratioToRecord != nil }
-        var header = [pad("workload", 17), pad("target", 14), lpad("records", 8), lpad("ops", 7), lpad("ops/s", 12), lpad("p50", 10), lpad("p99", 10), lpad("÷ raw", 8)]
+        var header = [pad("workload", 17), pad("target", 14), lpad("records", 8), lpad("ops", 7), lpad("ops/s", 12), lpad("p50", 10), lpad("p99", 10), lpad("p99.9", 10), lpad("max", 10), lpad("÷ raw", 8)]
         if toRecord { header.append(lpad("÷ Record", 9)) }
         lines.append(header.joined(separator: " "))
         lines.append(String(repeating: "-", count: header.joined(separator: " ").count))
@@ -143,6 +147,7 @@ extension BenchReport {
             for r in rows {
                 var cells = [pad(workload.label, 17), pad(r.target, 14), lpad(String(r.records), 8), lpad(String(r.operations), 7), lpad(BenchReport.rate(r.opsPerSecond), 12),
                              lpad(r.p50Nanoseconds.map(BenchReport.duration) ?? "-", 10), lpad(r.p99Nanoseconds.map(BenchReport.duration) ?? "-", 10),
+                             lpad(r.p999Nanoseconds.map(BenchReport.duration) ?? "-", 10), lpad(r.maxNanoseconds.map(BenchReport.duration) ?? "-", 10),
                              lpad(r.ratioToRaw.map { String(format: "%.2f×", $0) } ?? "", 8)]
                 if toRecord { cells.append(lpad(r.ratioToRecord.map { String(format: "%.2f×", $0) } ?? "", 9)) }
                 lines.append(cells.joined(separator: " "))

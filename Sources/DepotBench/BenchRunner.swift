@@ -174,6 +174,8 @@ public func runBench(_ options: BenchOptions, external: [String: () throws -> [a
                     opsPerSecond: median(rates), roundOpsPerSecond: rates,
                     p50Nanoseconds: histogram.count > 0 ? histogram.value(atPercentile: 50) : nil,
                     p99Nanoseconds: histogram.count > 0 ? histogram.value(atPercentile: 99) : nil,
+                    p999Nanoseconds: histogram.count > 0 ? histogram.value(atPercentile: 99.9) : nil,
+                    maxNanoseconds: histogram.count > 0 ? histogram.max : nil,
                     ratioToRaw: ratio, roundRatios: roundRatios))
             }
         }
@@ -186,7 +188,7 @@ public func runBench(_ options: BenchOptions, external: [String: () throws -> [a
 
     var notes: [String] = [
         "ops/s and ratios are medians over rounds; a ratio is Depot's time ÷ the raw time for the same operations in the same round (1.00× = as fast as raw, 2.00× = twice the time).",
-        "p50/p99 are per operation over all rounds (a log-linear histogram, ≤ 3% low); bulk insert and bulk fetch have none (one transaction or query).",
+        "p50/p99/p99.9 are per operation over all rounds (a log-linear histogram, ≤ 3% low), max the slowest single operation; bulk insert and bulk fetch have none (one transaction or query).",
         "Through Depot each YCSB operation is its own transaction through Store/Collection (a driver-thread hop each); a Depot update of one field is get + update in one write transaction. Raw SQLite updates one column with one UPDATE; raw GDBM fetches, decodes, changes and stores.",
         "Workload E scans are the query id >= key sorted by id with a limit: SQL ORDER BY/LIMIT on SQLite (both sides); the memory driver walks its ordered ids; gdbm and json walk the whole collection per scan on both sides, so E there runs at most \(options.unorderedScanLimit) operations.",
         "The JSON driver rewrites its whole file per commit, so it is measured with at most \(options.jsonRecordLimit) records and \(options.jsonOperationLimit) operations per workload, against the floor: JSONText-encoding each changed record (texts of unchanged records kept) and writing the whole file the same atomic way.",

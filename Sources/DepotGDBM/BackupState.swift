@@ -101,4 +101,8 @@ struct JournalSegment: Sendable {
     let base: UInt64
     let end: UInt64
     let path: String
+    /// Its size in bytes.
+    var bytes: Int
+    /// Known to be fsynced (closed at durability `full`, or fsynced by a fold).
+    var synced: Bool
 }

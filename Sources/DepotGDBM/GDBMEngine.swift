@@ -118,6 +118,12 @@ final class GDBMEngine: @unchecked Sendable {
         var backup = BackupState(current: 0, currentSeq: 0, previousSeq: nil)
         /// Closed journal segments, oldest first: every one a backup still needs.
         var closed: [JournalSegment] = []
+        mutating func markSynced(_ path: String) {
+            if let i = closed.firstIndex(where: { $0.path == path }) { closed[i].synced = true }
+        }
+
+        /// The closed segments' size in bytes.
+        var closedBytes: Int { closed.reduce(0) { $0 + $1.bytes } }
         /// Jobs queued or running on ``background``.
         var jobs = 0
     }
@@ -326,7 +332,7 @@ final class GDBMEngine: @unchecked Sendable {
                     if end <= (backup.previousSeq ?? backup.currentSeq) {
                         discarded.append(path)
                     } else {
-                        closed.append(JournalSegment(base: segment.base, end: end, path: path))
+                        closed.append(JournalSegment(base: segment.base, end: end, path: path, bytes: FileSystem.size(path), synced: false))
                     }
                 }
             }
@@ -833,17 +839,26 @@ final class GDBMEngine: @unchecked Sendable {
         } catch {
             state.withLock { $0.failure = DepotError.wrap(error, as: .io, "Rotating the GDBM journal or starting a sync point failed.") }
         }
-        // Folds that cannot keep up with the writers: past a bound on closed segments, the
-        // commit waits for the fold (the journal on disk stays bounded).
-        while folds.withLock({ $0.closed.count > GDBMEngine.maximumClosedSegments && $0.jobs > 0 }),
-            state.withLock({ $0.isOpen && $0.failure == nil })
-        {
+        // Folds that cannot keep up with the writers: past a bound on the closed segments,
+        // the commit waits for the fold (the journal on disk stays bounded).
+        while folds.withLock({ $0.jobs > 0 && $0.closedBytes > closedJournalLimit }), state.withLock({ $0.isOpen && $0.failure == nil }) {
             usleep(1000)
         }
     }
 
-    /// Closed segments that may wait for a fold before commits wait for it too.
-    static let maximumClosedSegments = 4
+    /// How many bytes of closed segments may wait for folds before a commit waits too: four
+    /// segments, or as much as the primary files hold if that is more (so that recovery
+    /// replays at most about as much journal as the backup it copies; Docs/GDBMDriver.md,
+    /// "Bounds"). The data files' size is read at each rotation.
+    private var closedJournalLimit: Int {
+        max(GDBMEngine.closedSegmentsBeforeWaiting * options.checkpointBytes, dataBytesAtRotation)
+    }
+
+    /// Closed segments that may always wait for a fold before commits wait too.
+    static let closedSegmentsBeforeWaiting = 4
+
+    /// The primary files' size in bytes at the last rotation.
+    private var dataBytesAtRotation = 0
 
     /// Closes the active journal segment and starts a new one whose base is the last commit;
     /// the closed segment is folded into a backup in the background (``fold()``).
@@ -851,8 +866,9 @@ final class GDBMEngine: @unchecked Sendable {
         guard let journal, lastSeq > journal.baseSeq else { return }
         let closedPath = Journal.segmentPath(directory: directory, base: journal.baseSeq)
         let fresh = try Journal.rotate(path: journalPath, closedPath: closedPath, baseSeq: lastSeq, sync: options.durability == .full)
-        let segment = JournalSegment(base: journal.baseSeq, end: lastSeq, path: closedPath)
+        let segment = JournalSegment(base: journal.baseSeq, end: lastSeq, path: closedPath, bytes: journal.size, synced: options.durability == .full)
         journal.close()
+        dataBytesAtRotation = try FileSystem.gdbmFiles(in: primary.directory).reduce(0) { $0 + FileSystem.size(primary.path($1)) }
         self.journal = fresh
         folds.withLock { $0.closed.append(segment) }
         if scheduling { scheduleFold() }
@@ -983,15 +999,6 @@ final class GDBMEngine: @unchecked Sendable {
         }
     }
 
-    /// Folds run at a lower CPU priority than the threads serving transactions (Linux: the
-    /// calling thread's nice value, 10: on Linux the nice value is per thread and `who` 0 is
-    /// the calling thread), so on a busy machine they take what is left.
-    private static func lowerThreadPriority() {
-        #if os(Linux)
-        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)
-        #endif
-    }
-
     /// The store closed while a fold ran: it stops, leaving the backup it wrote marked
     /// unsound (the next fold starts it again).
     private struct FoldStopped: Error {}
@@ -1015,10 +1022,7 @@ final class GDBMEngine: @unchecked Sendable {
     private func fold(whileOpen: Bool) throws {
         let (backup, closed) = folds.withLock { ($0.backup, $0.closed) }
         guard let newest = closed.last, newest.end > backup.currentSeq else { return }
-        if whileOpen {
-            guard state.withLock({ $0.isOpen }) else { return }
-            GDBMEngine.lowerThreadPriority()
-        }
+        if whileOpen { guard state.withLock({ $0.isOpen }) else { return } }
         let target = backups[backup.other]
         let source = backups[backup.current]
         try BackupState(current: backup.current, currentSeq: backup.currentSeq, previousSeq: nil).write(directory: directory)
@@ -1044,7 +1048,10 @@ final class GDBMEngine: @unchecked Sendable {
         defer { target.closeAll() }
         for segment in closed where segment.end > start {
             if whileOpen { guard state.withLock({ $0.isOpen }) else { throw FoldStopped() } }
-            let (_, records) = try Journal.readSegment(path: segment.path, sync: true)
+            // A segment is fsynced before a backup depends on it (at `full` every commit
+            // already was).
+            let (_, records) = try Journal.readSegment(path: segment.path, sync: !segment.synced)
+            if !segment.synced { folds.withLock { $0.markSynced(segment.path) } }
             for case .transaction(let seq, let ops) in records where seq > start && seq <= newest.end {
                 for op in ops { try target.apply(op) }
             }

@@ -218,7 +218,7 @@ import Testing
         #expect(state.currentSeq >= 150, "\(state)")
         #expect(state.previousSeq != nil, "\(state)")
         #expect(try BackupState.read(directory: dir.path + "/store") == state)
-        #expect(closed.count <= GDBMEngine.maximumClosedSegments)
+        #expect(closed.count <= GDBMEngine.closedSegmentsBeforeWaiting + 1)
         #expect(try Journal.closedSegments(in: dir.path + "/store").map(\.path) == closed.map(\.path))
         #expect(FileSystem.exists(dir.path + "/store/" + BackupState.directoryNames[state.current] + "/users.records.gdbm"))
         try crashImage(of: dir, into: image)
