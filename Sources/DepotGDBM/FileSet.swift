@@ -28,10 +28,13 @@ final class FileSet {
 
     /// Open files with gdbm's reader mode and never create any.
     var readOnly: Bool
+    /// Let gdbm memory-map the files (see ``GDBMFile/open(path:name:create:readOnly:mapped:lock:)``).
+    let mapped: Bool
 
-    init(directory: String, readOnly: Bool = false) {
+    init(directory: String, readOnly: Bool = false, mapped: Bool = true) {
         self.directory = directory
         self.readOnly = readOnly
+        self.mapped = mapped
     }
 
     func path(_ id: FileID) -> String { directory + "/" + id.fileName }
@@ -66,7 +69,7 @@ final class FileSet {
         } else {
             directoryChanged = true
         }
-        return try GDBMFile.open(path: path, name: id.fileName, create: create && !readOnly, readOnly: readOnly, lock: lock)
+        return try GDBMFile.open(path: path, name: id.fileName, create: create && !readOnly, readOnly: readOnly, mapped: mapped, lock: lock)
     }
 
     /// Applies one change.

@@ -137,7 +137,7 @@ final class GDBMEngine: @unchecked Sendable {
         self.readers = BlockingExecutor(name: "depot.gdbm.reader", workers: 4, stackSize: 4 << 20, closedMessage: "The GDBM store is closed.")
         self.background = BlockingExecutor(name: "depot.gdbm.fold", stackSize: 4 << 20, closedMessage: "The GDBM store is closed.")
         self.primary = FileSet(directory: directory + "/data", readOnly: options.readOnly)
-        self.backups = BackupState.directoryNames.map { FileSet(directory: directory + "/" + $0) }
+        self.backups = BackupState.directoryNames.map { FileSet(directory: directory + "/" + $0, mapped: false) }
     }
 
     /// The committed catalog.

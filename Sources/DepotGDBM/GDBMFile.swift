@@ -26,10 +26,15 @@ final class GDBMFile {
     }
 
     /// Opens (and with `create`, creates) a GDBM file as a writer.
+    ///
+    /// `mapped` false opens it with `GDBM_NOMMAP`: gdbm then reads and writes with
+    /// `pread`/`pwrite` through its bucket cache. The backups use it: a fold running beside
+    /// transactions would otherwise remap its growing files, and every remap interrupts the
+    /// process's other threads to flush their TLBs.
     /// - Throws: `.locked`, `.corrupted` (not a GDBM file), `.io`.
-    static func open(path: String, name: String, create: Bool, readOnly: Bool = false, lock: FilesLock = FilesLock()) throws -> GDBMFile {
+    static func open(path: String, name: String, create: Bool, readOnly: Bool = false, mapped: Bool = true, lock: FilesLock = FilesLock()) throws -> GDBMFile {
         let mode: Int32 = readOnly ? GDBM_READER : (create ? GDBM_WRCREAT : GDBM_WRITER)
-        let flags = mode | GDBM_CLOEXEC | GDBM_XVERIFY
+        let flags = mode | GDBM_CLOEXEC | GDBM_XVERIFY | (mapped ? 0 : GDBM_NOMMAP)
         try GDBMFaults.check("gdbm open", path: path)
         guard let dbf = gdbm_open(path, 0, flags, 0o644, nil) else {
             let saved = errno
