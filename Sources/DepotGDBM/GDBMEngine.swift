@@ -1056,9 +1056,9 @@ final class GDBMEngine: @unchecked Sendable {
                 for op in ops { try target.apply(op) }
             }
         }
+        // Its files, and its directory when files came or went (a copy starts by removing them).
         try target.syncAll()
         target.closeAll()
-        try FileSystem.syncDirectory(target.directory)
         let next = BackupState(current: backup.other, currentSeq: newest.end, previousSeq: backup.currentSeq)
         try next.write(directory: directory)
         let obsolete = folds.withLock { folds -> [JournalSegment] in
@@ -1067,8 +1067,9 @@ final class GDBMEngine: @unchecked Sendable {
             folds.closed.removeAll { $0.end <= backup.currentSeq }
             return gone
         }
+        // No fsync of the directory: a removed segment that comes back after a power loss
+        // ends before the older backup's commit, and opening removes it again.
         for segment in obsolete { try FileSystem.remove(segment.path) }
-        if !obsolete.isEmpty { try FileSystem.syncDirectory(directory) }
     }
 
     /// The journal's length as of its last fsync and its current length (tests: what a power
