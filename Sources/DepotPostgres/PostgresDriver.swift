@@ -47,6 +47,11 @@ public final class PostgresDriver: StorageDriver {
     private let closed = Atomic<Bool>(false)
     /// How many write transactions were run again after a serialization failure.
     private let retryCount = Atomic<Int>(0)
+    /// Raised by every transaction that changed the catalog (tables created, dropped or
+    /// given columns) and by every failure that runs a transaction again: a connection
+    /// whose prepared statements are older retires them before its next transaction, so
+    /// that none runs against a table whose shape changed (``PGSession/runPrepared(_:)``).
+    private let catalogGeneration = Atomic<Int>(0)
 
     /// Connects to the server and creates the schema and Depot's catalog table if missing.
     /// - Throws: `.remote` when the server cannot be reached or refuses the login,
@@ -186,7 +191,12 @@ public final class PostgresDriver: StorageDriver {
         var attempt = 1
         while true {
             let session = try pool.acquire()
-            session.send(writable ? "BEGIN ISOLATION LEVEL SERIALIZABLE" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            let generation = catalogGeneration.load(ordering: .acquiring)
+            if session.catalogGeneration != generation {
+                session.retireAll()
+                session.catalogGeneration = generation
+            }
+            session.begin(writable ? "BEGIN ISOLATION LEVEL SERIALIZABLE" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             let tx = PostgresTransaction(driver: self, session: session, writable: writable)
             let outcome: Result<T, any Error>
             do {
@@ -209,6 +219,13 @@ public final class PostgresDriver: StorageDriver {
                 tx.isOpen = false
                 outcome = .failure(error)
             }
+            if tx.changedCatalog {
+                // Statements prepared after the change inside the transaction name its tables
+                // as they were in it; the other connections' ones as they were before.
+                session.retireAll()
+                catalogGeneration.add(1, ordering: .releasing)
+                session.catalogGeneration = catalogGeneration.load(ordering: .acquiring)
+            }
             switch outcome {
             case .success(let value):
                 pool.release(session)
@@ -226,6 +243,7 @@ public final class PostgresDriver: StorageDriver {
                 let retryable = tx.retryable ?? depotError.flatMap { PostgresErrors.isRetryable($0) ? $0 : nil }
                 guard let retryable, !lost else { throw error }
                 metaCache.withLock { $0.removeAll() }
+                catalogGeneration.add(1, ordering: .releasing)
                 guard attempt < attempts else {
                     throw DepotError(
                         .conflict,

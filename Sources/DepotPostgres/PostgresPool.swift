@@ -16,7 +16,20 @@ final class PGSession: @unchecked Sendable {
     let logger: Logger
     /// Futures sent without waiting (BEGIN, SAVEPOINT, RELEASE): checked before the next
     /// result is trusted, so an error in one is never lost.
-    private var pending: [EventLoopFuture<PostgresQueryResult>] = []
+    private var pending: [EventLoopFuture<Void>] = []
+    /// This connection's prepared statements by SQL text (``runPrepared(_:)``), with when
+    /// each was last used; at most ``statementLimit``.
+    private var statements: [String: (query: PreparedQuery, used: UInt64)] = [:]
+    private var uses: UInt64 = 0
+    /// Statements taken out of ``statements``, closed on the server when the next
+    /// transaction begins (outside any transaction, so that an aborted one cannot refuse it).
+    private var retired: [PreparedQuery] = []
+    /// The driver's catalog generation the prepared statements were made under
+    /// (``PostgresDriver``: a catalog change made through this process retires them all).
+    var catalogGeneration = 0
+    /// The most prepared statements a connection keeps; the least recently used one is
+    /// closed to make room.
+    static let statementLimit = 128
 
     init(connection: PostgresConnection, logger: Logger) {
         self.connection = connection
@@ -30,7 +43,96 @@ final class PGSession: @unchecked Sendable {
 
     /// Sends a statement with values without waiting.
     func send(_ query: PostgresQuery) {
-        pending.append(connection.query(query, logger: logger))
+        pending.append(connection.query(query, logger: logger).map { _ in })
+    }
+
+    /// Sends a prepared statement without waiting; its failure surfaces at the next
+    /// ``run(_:)`` or ``runPrepared(_:)``.
+    /// - Throws: when the statement is new to the connection and cannot be prepared.
+    func sendPrepared(_ statement: BoundStatement) throws {
+        pending.append(try executing(statement).map { _ in })
+    }
+
+    /// How many statements this connection holds prepared (for tests).
+    var preparedCount: Int { statements.count }
+
+    /// Runs a statement as a prepared statement of this connection, preparing it on first
+    /// use, so that the server parses and plans it once rather than on every call. The
+    /// statement's text keys the cache; its placeholders carry their types
+    /// (``SQLBuilder``). A statement that fails is retired, so that one made stale by a
+    /// catalog change (SQLSTATE 0A000, "cached plan must not change result type") is
+    /// prepared again the next time.
+    /// - Throws: the driver's mapping of the server's error (``PostgresErrors``).
+    func runPrepared(_ statement: BoundStatement) throws -> [PostgresRow] {
+        let result: Result<[PostgresRow], any Error>
+        do { result = .success(try wait(try execute(statement))) } catch { result = .failure(error) }
+        do {
+            // An earlier statement's failure (a BEGIN, an update sent ahead) is the one to report.
+            try drainPending()
+        } catch {
+            if case .failure = result { retire(statement.sql) }
+            throw error
+        }
+        do {
+            return try result.get()
+        } catch {
+            retire(statement.sql)
+            throw PostgresErrors.map(error)
+        }
+    }
+
+    /// ``execute(_:)`` for a statement sent without waiting: a failure to prepare it is
+    /// reported after the failures of the statements sent before it.
+    private func executing(_ statement: BoundStatement) throws -> EventLoopFuture<[PostgresRow]> {
+        do {
+            return try execute(statement)
+        } catch {
+            try drainPending()
+            throw PostgresErrors.map(error)
+        }
+    }
+
+    /// Queues the statement's execution, preparing it first (and waiting for that) when it
+    /// is new to the connection. The preparation is waited for because postgres-nio queues
+    /// statements in the order they are handed to it: an execution chained to the
+    /// preparation's answer would be queued after whatever was sent meanwhile (a `COMMIT`).
+    private func execute(_ statement: BoundStatement) throws -> EventLoopFuture<[PostgresRow]> {
+        guard statement.preparable else { return connection.query(statement.query, logger: logger).map(\.rows) }
+        uses += 1
+        if let entry = statements[statement.sql] {
+            statements[statement.sql] = (entry.query, uses)
+            return entry.query.execute(statement.values)
+        }
+        if statements.count >= PGSession.statementLimit,
+            let oldest = statements.min(by: { $0.value.used < $1.value.used })
+        {
+            statements[oldest.key] = nil
+            retired.append(oldest.value.query)
+        }
+        let prepared = try wait(connection.prepare(query: statement.sql))
+        statements[statement.sql] = (prepared, uses)
+        return prepared.execute(statement.values)
+    }
+
+    /// Takes one statement out of the cache; it is closed when the next transaction begins.
+    func retire(_ sql: String) {
+        if let entry = statements.removeValue(forKey: sql) { retired.append(entry.query) }
+    }
+
+    /// Takes every prepared statement out of the cache (after a catalog change, whose
+    /// tables they may name with another shape).
+    func retireAll() {
+        retired.append(contentsOf: statements.values.map(\.query))
+        statements.removeAll()
+    }
+
+    /// Sends the start of a transaction without waiting, after closing retired statements.
+    func begin(_ sql: String) {
+        if !retired.isEmpty {
+            for query in retired { pending.append(query.deallocate()) }
+            retired.removeAll()
+        }
+        send(sql)
     }
 
     /// Runs a statement and waits for all its rows.

@@ -44,35 +44,46 @@ enum PostgresSQL {
 
 /// SQL text and its bound values, built together so that `$n` always matches. A class, so
 /// that `sql.query("… \(sql.text(x)) …")` sees the values bound while its text was built.
+///
+/// Every placeholder carries its type (`$1::bytea`, `$2::bigint`, `$3::text`), so that the
+/// statement means the same whether it is sent unnamed (postgres-nio declares the types of
+/// the values) or prepared once and run many times (the server infers the parameter types
+/// from the text, ``PGSession/runPrepared(_:)``).
 final class SQLBuilder {
-    var bindings = PostgresBindings()
+    private(set) var values: [PostgresData] = []
 
     init() {}
+
+    private func placeholder(_ value: PostgresData, _ type: String) -> String {
+        values.append(value)
+        return "$\(values.count)::\(type)"
+    }
 
     /// Binds `bytes` as `bytea` and returns its placeholder.
     func bytes(_ bytes: [UInt8]) -> String {
         var buffer = ByteBuffer()
         buffer.writeBytes(bytes)
-        bindings.append(buffer)
-        return "$\(bindings.count)"
+        return placeholder(PostgresData(type: .bytea, formatCode: .binary, value: buffer), "bytea")
     }
 
     /// Binds an integer as `bigint`.
     func int(_ value: Int64) -> String {
-        bindings.append(value)
-        return "$\(bindings.count)"
+        var buffer = ByteBuffer()
+        buffer.writeInteger(value)
+        return placeholder(PostgresData(type: .int8, formatCode: .binary, value: buffer), "bigint")
     }
 
     /// Binds text.
     func text(_ value: String) -> String {
-        bindings.append(value)
-        return "$\(bindings.count)"
+        var buffer = ByteBuffer()
+        buffer.writeString(value)
+        return placeholder(PostgresData(type: .text, formatCode: .binary, value: buffer), "text")
     }
 
     /// Binds text or `NULL`.
     func optionalText(_ value: String?) -> String {
-        if let value { bindings.append(value) } else { bindings.appendNull() }
-        return "$\(bindings.count)"
+        guard let value else { return placeholder(PostgresData(type: .text, formatCode: .binary, value: nil), "text") }
+        return text(value)
     }
 
     /// Binds a record id as `bigint` or `text`.
@@ -83,5 +94,73 @@ final class SQLBuilder {
         }
     }
 
-    func query(_ sql: String) -> PostgresQuery { PostgresQuery(unsafeSQL: sql, binds: bindings) }
+    /// The statement with its values, to run prepared (``PGSession/runPrepared(_:)``).
+    /// A statement whose text does not use its last value is sent unnamed: the server counts
+    /// a prepared statement's parameters from the placeholders in its text.
+    func statement(_ sql: String) -> BoundStatement {
+        let preparable = values.isEmpty || SQLBuilder.uses(sql, placeholder: values.count)
+        return BoundStatement(sql: sql, values: values, preparable: preparable)
+    }
+
+    /// `true` when `sql` holds `$n::` (a byte scan: Foundation's `contains` showed in
+    /// profiles of bulk inserts).
+    static func uses(_ sql: String, placeholder n: Int) -> Bool {
+        let wanted = Array("$\(n)::".utf8)
+        var utf8 = sql.utf8.makeIterator()
+        var matched = 0
+        while let byte = utf8.next() {
+            if byte == wanted[matched] {
+                matched += 1
+                if matched == wanted.count { return true }
+            } else {
+                matched = byte == wanted[0] ? 1 : 0
+            }
+        }
+        return false
+    }
+
+    /// The statement with its values, to send unnamed (parsed by the server on each call).
+    func query(_ sql: String) -> PostgresQuery { BoundStatement(sql: sql, values: values).query }
+}
+
+/// A statement's text and its values: what ``PGSession/runPrepared(_:)`` runs. The values
+/// are never part of the text, so the text alone keys the connection's prepared statements.
+struct BoundStatement {
+    var sql: String
+    var values: [PostgresData]
+    /// `false`: sent unnamed (``SQLBuilder/statement(_:)``).
+    var preparable = true
+
+    /// The statement as an unnamed query.
+    var query: PostgresQuery {
+        var bindings = PostgresBindings(capacity: values.count)
+        for value in values { bindings.append(value) }
+        return PostgresQuery(unsafeSQL: sql, binds: bindings)
+    }
+}
+
+extension PostgresCell {
+    /// The cell's value, read as PostgreSQL's binary format. The driver asks for every
+    /// result in binary (postgres-nio always does), but postgres-nio 1.33 labels the rows of
+    /// a `PreparedQuery` with the text format its `Describe` reported; this reads them as
+    /// what they are.
+    /// - Throws: `.corrupted` for a `NULL` or a value of another type.
+    func binary<T: PostgresDecodable>(_ type: T.Type) throws -> T {
+        guard var buffer = bytes else { throw DepotError(.corrupted, "PostgreSQL returned NULL where Depot stores a value (column \(columnName)).") }
+        do {
+            return try T(from: &buffer, type: dataType, format: .binary, context: .default)
+        } catch {
+            throw DepotError(.corrupted, "PostgreSQL returned a value Depot cannot read (column \(columnName)).", cause: DepotError.wrap(error))
+        }
+    }
+}
+
+extension PostgresRow {
+    /// Column `index` read as binary (``PostgresCell/binary(_:)``).
+    func binary<T: PostgresDecodable>(_ index: Int, as type: T.Type) throws -> T {
+        var cells = makeIterator()
+        for _ in 0..<index { _ = cells.next() }
+        guard let cell = cells.next() else { throw DepotError(.internal, "A PostgreSQL row has no column \(index).") }
+        return try cell.binary(type)
+    }
 }

@@ -21,6 +21,8 @@ final class PostgresTransaction: WriteTransaction {
     private(set) var retryable: DepotError?
     /// Set when the connection broke: it goes back to the pool closed.
     private(set) var connectionLost = false
+    /// Set when the transaction created, altered or dropped a table.
+    private(set) var changedCatalog = false
 
     private var schemaName: String { PostgresSQL.quote(driver.settings.schema) }
     private var catalog: String { schemaName + "." + PostgresSQL.quote(PostgresSQL.catalogTable) }
@@ -50,6 +52,27 @@ final class PostgresTransaction: WriteTransaction {
 
     @discardableResult
     private func run(_ sql: String) throws -> PostgresQueryResult { try run(PostgresQuery(unsafeSQL: sql)) }
+
+    /// Runs a statement as one of the connection's prepared statements
+    /// (``PGSession/runPrepared(_:)``), noting failures like ``run(_:)``.
+    @discardableResult
+    private func run(_ statement: BoundStatement) throws -> [PostgresRow] {
+        do {
+            return try session.runPrepared(statement)
+        } catch let error as DepotError {
+            note(error)
+            throw error
+        }
+    }
+
+    /// Runs catalog-changing SQL (CREATE, ALTER, DROP TABLE): the connection's prepared
+    /// statements may name the table with its old shape, so they are all retired, and the
+    /// driver retires the other connections' ones when the transaction ends.
+    private func runChangingCatalog(_ sql: String) throws {
+        changedCatalog = true
+        session.retireAll()
+        try run(sql)
+    }
 
     private func note(_ error: DepotError) {
         if PostgresErrors.isRetryable(error), retryable == nil { retryable = error }
@@ -94,13 +117,13 @@ final class PostgresTransaction: WriteTransaction {
         let sql = SQLBuilder()
         let nameBind = sql.text(name.rawValue)
         let regclass = sql.text(table(name))
-        let result = try run(sql.query("""
+        let result = try run(sql.statement("""
             SELECT c.id_kind, c.definition, ARRAY(SELECT a.attname::text FROM pg_attribute a \
             WHERE a.attrelid = to_regclass(\(regclass)) AND a.attnum > 0 AND NOT a.attisdropped) \
             FROM \(catalog) c WHERE c.name = \(nameBind)
             """))
-        guard let row = result.rows.first else { return nil }
-        let (kindText, definition, columns) = try row.decode((String, String, [String]).self)
+        guard let row = result.first else { return nil }
+        let (kindText, definition, columns) = (try row.binary(0, as: String.self), try row.binary(1, as: String.self), try row.binary(2, as: [String].self))
         guard let kind = IDKind(rawValue: kindText) else { throw DepotError(.corrupted, "The catalog entry of \(name) has an unknown id kind.") }
         let stored: StoredDefinition
         do { stored = try JSONDecoder().decode(StoredDefinition.self, from: Data(definition.utf8)) } catch {
@@ -138,10 +161,10 @@ final class PostgresTransaction: WriteTransaction {
 
     private func create(_ name: CollectionName, idKind: IDKind) throws -> CollectionMeta {
         let idType = idKind == .int ? "bigint" : "text COLLATE \"C\""
-        try run("CREATE TABLE \(table(name)) (\"id\" \(idType) PRIMARY KEY, \(PostgresSQL.quote(PostgresSQL.doublesColumn)) text)")
+        try runChangingCatalog("CREATE TABLE \(table(name)) (\"id\" \(idType) PRIMARY KEY, \(PostgresSQL.quote(PostgresSQL.doublesColumn)) text)")
         let schema = CollectionSchema(name: name, idKind: idKind)
         let sql = SQLBuilder()
-        try run(sql.query("INSERT INTO \(catalog) (name, id_kind, definition) VALUES (\(sql.text(name.rawValue)), \(sql.text(idKind.rawValue)), \(sql.text(try definitionText(schema))))"))
+        try run(sql.statement("INSERT INTO \(catalog) (name, id_kind, definition) VALUES (\(sql.text(name.rawValue)), \(sql.text(idKind.rawValue)), \(sql.text(try definitionText(schema))))"))
         let meta = CollectionMeta(idKind: idKind, columns: [], schema: schema)
         changed[name] = meta
         return meta
@@ -151,7 +174,7 @@ final class PostgresTransaction: WriteTransaction {
         let missing = fields.filter { !meta.columns.contains($0) }.sorted()
         guard !missing.isEmpty else { return }
         let clauses = missing.map { "ADD COLUMN IF NOT EXISTS \(PostgresSQL.quote($0)) bytea" }
-        try run("ALTER TABLE \(table(name)) " + clauses.joined(separator: ", "))
+        try runChangingCatalog("ALTER TABLE \(table(name)) " + clauses.joined(separator: ", "))
         meta.columns.formUnion(missing)
         changed[name] = meta
     }
@@ -178,8 +201,8 @@ final class PostgresTransaction: WriteTransaction {
         try checkOpen()
         guard let meta = try meta(collection), meta.idKind == id.kind else { return nil }
         let sql = SQLBuilder()
-        let result = try run(sql.query("SELECT * FROM \(table(collection)) WHERE \"id\" = \(sql.id(id))"))
-        guard let row = result.rows.first else { return nil }
+        let result = try run(sql.statement("SELECT * FROM \(table(collection)) WHERE \"id\" = \(sql.id(id))"))
+        guard let row = result.first else { return nil }
         return try decode(row, idKind: meta.idKind, collection: collection)
     }
 
@@ -189,8 +212,8 @@ final class PostgresTransaction: WriteTransaction {
         guard let meta = try metaFor(collection, fields: query.filter.fieldNames.union(query.sort.map(\.field))) else { return }
         var translator = PostgresQueryTranslator(meta: meta)
         let tail = translator.tail(query)
-        let result = try run(translator.sql.query("SELECT * FROM \(table(collection))" + tail))
-        for row in result.rows {
+        let result = try run(translator.sql.statement("SELECT * FROM \(table(collection))" + tail))
+        for row in result {
             guard try body(try decode(row, idKind: meta.idKind, collection: collection)) else { return }
         }
     }
@@ -203,7 +226,7 @@ final class PostgresTransaction: WriteTransaction {
         // Sent without waiting: COMMIT, which follows, waits for them.
         for payload in feed.payloads(events) {
             let sql = SQLBuilder()
-            session.send(sql.query("SELECT pg_notify(\(sql.text(feed.channel)), \(sql.text(payload)))"))
+            try session.sendPrepared(sql.statement("SELECT pg_notify(\(sql.text(feed.channel)), \(sql.text(payload)))"))
         }
     }
 
@@ -233,9 +256,9 @@ final class PostgresTransaction: WriteTransaction {
         guard let meta = try metaFor(collection, fields: filter.fieldNames) else { return 0 }
         var translator = PostgresQueryTranslator(meta: meta)
         let condition = translator.filter(filter)
-        let result = try run(translator.sql.query("SELECT count(*) FROM \(table(collection))" + (condition == "TRUE" ? "" : " WHERE " + condition)))
-        guard let row = result.rows.first else { throw DepotError(.internal, "count(*) returned no row.") }
-        return Int(try row.decode(Int64.self))
+        let result = try run(translator.sql.statement("SELECT count(*) FROM \(table(collection))" + (condition == "TRUE" ? "" : " WHERE " + condition)))
+        guard let row = result.first else { throw DepotError(.internal, "count(*) returned no row.") }
+        return Int(try row.binary(0, as: Int64.self))
     }
 
     func explain(_ query: Query, in collection: CollectionName) throws -> QueryPlan {
@@ -285,7 +308,7 @@ final class PostgresTransaction: WriteTransaction {
             switch cell.columnName {
             case "id":
                 do {
-                    id = idKind == .int ? .int(try cell.decode(Int64.self)) : .string(try cell.decode(String.self))
+                    id = idKind == .int ? .int(try cell.binary(Int64.self)) : .string(try cell.binary(String.self))
                 } catch {
                     throw DepotError(.corrupted, "A record id in \(collection) could not be read.", collection: collection.rawValue, cause: DepotError.wrap(error))
                 }
@@ -354,7 +377,7 @@ final class PostgresTransaction: WriteTransaction {
             }
             meta.schema = CollectionSchema(name: name, idKind: meta.idKind, uniqueConstraints: schema.uniqueConstraints, indexes: schema.indexes)
             let sql = SQLBuilder()
-            try run(sql.query("UPDATE \(catalog) SET definition = \(sql.text(try definitionText(meta.schema))) WHERE name = \(sql.text(name.rawValue))"))
+            try run(sql.statement("UPDATE \(catalog) SET definition = \(sql.text(try definitionText(meta.schema))) WHERE name = \(sql.text(name.rawValue))"))
             changed[name] = meta
         }
     }
@@ -363,9 +386,9 @@ final class PostgresTransaction: WriteTransaction {
     func dropCollection(_ collection: CollectionName) throws -> Bool {
         try checkWritable()
         guard try meta(collection, fresh: true) != nil else { return false }
-        try run("DROP TABLE IF EXISTS \(table(collection))")
+        try runChangingCatalog("DROP TABLE IF EXISTS \(table(collection))")
         let sql = SQLBuilder()
-        try run(sql.query("DELETE FROM \(catalog) WHERE name = \(sql.text(collection.rawValue))"))
+        try run(sql.statement("DELETE FROM \(catalog) WHERE name = \(sql.text(collection.rawValue))"))
         changed[collection] = .some(nil)
         return true
     }
@@ -431,7 +454,8 @@ final class PostgresTransaction: WriteTransaction {
         let t = table(collection)
         let unique = !meta.schema.uniqueConstraints.isEmpty
         // The table has the id, the doubles column and the field columns the entry lists.
-        let columnCheck = checkingColumns
+        // Bound only by the statements that use it (an insert never does).
+        let columnCheck = mode != .insert && checkingColumns
             ? " AND (SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass(\(sql.text(t))) AND attnum > 0 AND NOT attisdropped) = \(sql.int(Int64(meta.columns.count + 2)))"
             : ""
         let statement: String
@@ -449,8 +473,8 @@ final class PostgresTransaction: WriteTransaction {
             for column in meta.columns.sorted() where present[column] == nil { sets.append("\(PostgresSQL.quote(column)) = NULL") }
             statement = "INSERT INTO \(t) (\"id\", \(doubles)\(names.map { ", " + $0 }.joined())) VALUES (\(idBind), \(doublesBind)\(values.map { ", " + $0 }.joined())) ON CONFLICT (\"id\") DO UPDATE SET " + sets.joined(separator: ", ") + (checkingColumns ? " WHERE TRUE" + columnCheck : "") + " RETURNING (xmax = 0)"
         }
-        let query = sql.query(statement)
-        let result: PostgresQueryResult
+        let query = sql.statement(statement)
+        let result: [PostgresRow]
         do {
             if unique { result = try guarded { try run(query) } } else { result = try run(query) }
         } catch let error as DepotError where error.code == .uniqueViolation {
@@ -464,15 +488,15 @@ final class PostgresTransaction: WriteTransaction {
         }
         switch mode {
         case .insert:
-            guard !result.rows.isEmpty else {
+            guard !result.isEmpty else {
                 throw DepotError(.alreadyExists, "A record with id \(record.id) exists.", collection: collection.rawValue, id: record.id)
             }
             return .inserted
         case .update:
-            return result.rows.isEmpty ? nil : .updated
+            return result.isEmpty ? nil : .updated
         case .save:
-            guard let row = result.rows.first else { return nil }
-            return try row.decode(Bool.self) ? .inserted : .updated
+            guard let row = result.first else { return nil }
+            return try row.binary(0, as: Bool.self) ? .inserted : .updated
         }
     }
 
@@ -515,8 +539,8 @@ final class PostgresTransaction: WriteTransaction {
         } else {
             statement = "WITH d AS (DELETE FROM \(t) WHERE \(condition) RETURNING \"id\") SELECT \"id\" FROM d ORDER BY \"id\" COLLATE \"C\""
         }
-        let result = try run(sql.query(statement))
-        return try result.rows.map { row in meta.idKind == .int ? .int(try row.decode(Int64.self)) : .string(try row.decode(String.self)) }
+        let result = try run(sql.statement(statement))
+        return try result.map { row in meta.idKind == .int ? .int(try row.binary(0, as: Int64.self)) : .string(try row.binary(0, as: String.self)) }
     }
 
     func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID {
@@ -526,11 +550,11 @@ final class PostgresTransaction: WriteTransaction {
         }
         if try meta(collection) == nil { _ = try create(collection, idKind: .int) }
         let sql = SQLBuilder()
-        let result = try run(sql.query(
+        let result = try run(sql.statement(
             "SELECT GREATEST(high_water, COALESCE((SELECT max(\"id\") FROM \(table(collection))), 0)) FROM \(catalog) WHERE name = \(sql.text(collection.rawValue))"
         ))
-        guard let row = result.rows.first else { throw DepotError(.internal, "The catalog has no entry for \(collection).") }
-        let highest = try row.decode(Int64.self)
+        guard let row = result.first else { throw DepotError(.internal, "The catalog has no entry for \(collection).") }
+        let highest = try row.binary(0, as: Int64.self)
         guard highest < Int64.max else {
             throw DepotError(.invalidValue, "Collection \(collection) has no integer ids left to assign.", collection: collection.rawValue)
         }
