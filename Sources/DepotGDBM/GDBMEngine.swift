@@ -90,10 +90,19 @@ final class GDBMEngine: @unchecked Sendable {
     private var journalSyncedSinceMark = false
     /// When the last sync point started (CLOCK_MONOTONIC, nanoseconds).
     private var lastSyncPoint: UInt64 = 0
-    /// A sync point's fsyncs run in the background; its `applied` mark is still to come.
+    /// A sync point's (or a flush's) fsyncs run in the background.
     private var syncInFlight = false
+    /// File ops applied to the primary files since the last sync point or flush.
+    private var opsSinceFlush = 0
+    /// After this many file ops applied since the last fsync of the primary files (a bulk
+    /// load), a **flush** starts: a sync point's background fsyncs without its mark, so the
+    /// load's pages reach the disk while it runs, not during the writes that follow it.
+    static let flushAfterOps = 8192
     /// How many times the open path rebuilt the primary files (tests read it after opening).
     private(set) var rebuilds = 0
+    /// Flushes whose fsyncs finished (tests).
+    private let flushCount = Locked(0)
+    var flushes: Int { flushCount.withLock { $0 } }
 
     // Shared, guarded by `state`.
     private struct Shared {
@@ -708,6 +717,7 @@ final class GDBMEngine: @unchecked Sendable {
         try journal.append(.transaction(seq: seq, ops: ops), sync: sync)
         if sync { journalSyncedSinceMark = true }
         lastSeq = seq
+        opsSinceFlush += ops.count
         // Nothing waits and no reader holds the files (the usual case): the commit goes
         // straight to the files, with no layer to publish and take back. Readers begin only
         // under the files lock, so none sees the files half written; `pending` changes only
@@ -798,11 +808,17 @@ final class GDBMEngine: @unchecked Sendable {
     }
 
     /// Work for the writer thread is due: the active journal segment has reached
-    /// `checkpoint_kb` (a rotation), or `sync_every` commits were applied since the last
-    /// sync point and `sync_interval_ms` has passed since it.
+    /// `checkpoint_kb` (a rotation), a sync point is due (``syncPointDue``), or a flush
+    /// (``flushAfterOps``).
     private var maintenanceDue: Bool {
         if (journal?.size ?? 0) >= options.checkpointBytes { return true }
-        guard commitsSinceMark >= options.syncEveryCommits, !syncInFlight else { return false }
+        return syncPointDue || (!syncInFlight && opsSinceFlush >= GDBMEngine.flushAfterOps)
+    }
+
+    /// `sync_every` commits were applied since the last sync point, `sync_interval_ms` has
+    /// passed since it, and none is running.
+    private var syncPointDue: Bool {
+        guard !syncInFlight, commitsSinceMark >= options.syncEveryCommits else { return false }
         return GDBMEngine.monotonicNanoseconds() &- lastSyncPoint >= UInt64(options.syncIntervalMilliseconds) * 1_000_000
     }
 
@@ -835,7 +851,11 @@ final class GDBMEngine: @unchecked Sendable {
     private func maintain() {
         do {
             if let journal, journal.size >= options.checkpointBytes { try rotate() }
-            if maintenanceDue { try startSyncPoint() }
+            if syncPointDue {
+                try startSyncPoint()
+            } else if !syncInFlight && opsSinceFlush >= GDBMEngine.flushAfterOps {
+                try startSyncPoint(mark: false)
+            }
         } catch {
             state.withLock { $0.failure = DepotError.wrap(error, as: .io, "Rotating the GDBM journal or starting a sync point failed.") }
         }
@@ -880,8 +900,10 @@ final class GDBMEngine: @unchecked Sendable {
     /// thread then appends `applied(n)` if `n` is still the last commit
     /// (``finishSyncPoint(_:journal:)``). A later commit may have touched the files during
     /// the fsyncs; that is why the mark is only written when there was none.
-    private func startSyncPoint() throws {
-        guard !syncInFlight, commitsSinceMark > 0, let journal, state.withLock({ $0.pending.isEmpty }) else { return }
+    ///
+    /// With `mark` false, a **flush**: the same fsyncs, no mark (``flushAfterOps``).
+    private func startSyncPoint(mark: Bool = true) throws {
+        guard !syncInFlight, commitsSinceMark > 0 || !mark, let journal, state.withLock({ $0.pending.isEmpty }) else { return }
         let seq = lastSeq
         let (descriptors, directoryChanged) = try primary.takeDirty()
         let journalFD = dup(journal.fd)
@@ -890,8 +912,11 @@ final class GDBMEngine: @unchecked Sendable {
             throw GDBMErrors.system(errno, "dup", path: journal.path)
         }
         syncInFlight = true
-        commitsSinceMark = 0
-        lastSyncPoint = GDBMEngine.monotonicNanoseconds()
+        opsSinceFlush = 0
+        if mark {
+            commitsSinceMark = 0
+            lastSyncPoint = GDBMEngine.monotonicNanoseconds()
+        }
         let journalPath = journal.path
         let dataDirectory = primary.directory
         let sent = UncheckedSendable((journal, descriptors))
@@ -914,8 +939,10 @@ final class GDBMEngine: @unchecked Sendable {
                     syncInFlight = false
                     if let failure {
                         state.withLock { $0.failure = DepotError.wrap(failure, as: .io, "A sync point of the GDBM files failed.") }
-                    } else {
+                    } else if mark {
                         finishSyncPoint(seq, journal: finished.value)
+                    } else {
+                        flushCount.withLock { $0 += 1 }
                     }
                 }
             }

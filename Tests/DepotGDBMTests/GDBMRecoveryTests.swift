@@ -229,6 +229,30 @@ import Testing
         try await recovered.close()
     }
 
+    /// A commit of more than `flushAfterOps` file ops starts a flush: the primary files are
+    /// fsynced in the background with no `applied` mark (the next commit is not made to
+    /// fsync its journal record), so a bulk load's pages reach the disk while it runs.
+    @Test func aBulkCommitStartsAFlushWithoutAMark() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let users = self.users
+        let driver = try await open(dir, "?durability=normal")
+        try await driver.write { tx in
+            for i in 1...(GDBMEngine.flushAfterOps + 100) { try tx.insert(Record(id: .int(Int64(i)), fields: ["n": .int(Int64(i))]), into: users) }
+        }
+        await driver.engine.waitForFolds()
+        #expect(driver.engine.flushes == 1)
+        let (journal, records) = try Journal.open(path: dir.path + "/store/journal")
+        journal.close()
+        if case .transaction? = records.last {} else { Issue.record("the journal ends in \(String(describing: records.last)), not in the bulk commit") }
+        // A small commit does not flush.
+        try await driver.write { tx in try tx.insert(Record(id: .int(0), fields: ["n": .int(0)]), into: users) }
+        await driver.engine.waitForFolds()
+        #expect(driver.engine.flushes == 1)
+        #expect(try await driver.read { tx in try tx.count(.all, in: users) } == GDBMEngine.flushAfterOps + 101)
+        try await driver.close()
+    }
+
     @Test func secondWriterProcessGetsLockedAfterBoundedRetry() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
