@@ -275,8 +275,10 @@ final class GDBMEngine: @unchecked Sendable {
         /// Closed segments no backup needs, and segments after a gap in the sequence
         /// (unusable: the commits before them are lost): removed by opening.
         var discarded: [String] = []
-        /// Every record after the current backup's commit, in order, over every segment.
-        var records: [JournalRecord] = []
+        /// The segments holding commits after the current backup's, oldest first: a closed
+        /// one by its path (read only when a rebuild replays it), the active one with its
+        /// records (``transactions()``).
+        var replay: [(path: String?, records: [JournalRecord])] = []
         /// The last record of the newest segment that has one (whatever its commit).
         var lastRecord: JournalRecord?
         /// The last journaled commit.
@@ -302,22 +304,24 @@ final class GDBMEngine: @unchecked Sendable {
         init(directory: String, active: (base: UInt64, records: [JournalRecord])) throws {
             let found = try BackupState.read(directory: directory)
             stateFileFound = found != nil
-            var segments: [(base: UInt64, records: [JournalRecord], path: String?)] = []
+            // Closed segments are scanned (base, end, last record), not held in memory: a
+            // clean open never needs their ops.
+            var segments: [(base: UInt64, end: UInt64, last: JournalRecord?, records: [JournalRecord], path: String?)] = []
             for file in try Journal.closedSegments(in: directory) {
-                let (base, records) = try Journal.readSegment(path: file.path)
+                let (base, end, last) = try Journal.scanSegment(path: file.path)
                 guard base == file.base else {
                     throw GDBMErrors.corrupted("The GDBM store's journal segment '\((file.path as NSString).lastPathComponent)' does not start where its name says.")
                 }
-                segments.append((base, records, file.path))
+                segments.append((base, end, last, [], file.path))
             }
-            segments.append((active.base, active.records, nil))
+            segments.append((active.base, active.records.reduce(active.base) { max($0, $1.seq) }, active.records.last, active.records, nil))
             backup = found ?? BackupState(current: 0, currentSeq: segments[0].base, previousSeq: nil)
             lastSeq = backup.currentSeq
             // Walk the commits from the older backup's (else the current one's) on: each
             // segment must start at or before the commit where the ones before it ended.
             var expected = backup.previousSeq ?? backup.currentSeq
             for segment in segments {
-                let end = segment.records.reduce(segment.base) { max($0, $1.seq) }
+                let end = segment.end
                 if !gap && segment.base > expected {
                     if backup.previousSeq != nil && expected < backup.currentSeq {
                         // The older backup cannot be brought forward (the next fold copies
@@ -331,10 +335,8 @@ final class GDBMEngine: @unchecked Sendable {
                     if let path = segment.path { discarded.append(path) } else { activeUnusable = true }
                     continue
                 }
-                if let last = segment.records.last { lastRecord = last }
-                for record in segment.records {
-                    if case .transaction(let seq, _) = record, seq > backup.currentSeq { records.append(record) }
-                }
+                if let last = segment.last { lastRecord = last }
+                if end > backup.currentSeq { replay.append((segment.path, segment.records)) }
                 expected = max(expected, end)
                 lastSeq = max(lastSeq, end)
                 if let path = segment.path {
@@ -345,6 +347,19 @@ final class GDBMEngine: @unchecked Sendable {
                     }
                 }
             }
+        }
+
+        /// Every journaled transaction after the current backup's commit, in order (closed
+        /// segments read now, up to their first torn record).
+        func transactions() throws -> [JournalRecord] {
+            var out: [JournalRecord] = []
+            for segment in replay {
+                let records = try segment.path.map { try Journal.readSegment(path: $0).records } ?? segment.records
+                for record in records {
+                    if case .transaction(let seq, _) = record, seq > backup.currentSeq, seq <= lastSeq { out.append(record) }
+                }
+            }
+            return out
         }
     }
 
@@ -413,7 +428,7 @@ final class GDBMEngine: @unchecked Sendable {
             try FileSystem.syncDirectory(backup.directory)
             journal?.close()
             journal = try Journal.create(path: journalPath, baseSeq: seq)
-            history.records = []
+            history.replay = []
             history.backup = BackupState(current: 0, currentSeq: seq, previousSeq: nil)
             history.closed = []
         } else if !history.isClean {
@@ -457,7 +472,7 @@ final class GDBMEngine: @unchecked Sendable {
         for id in try FileSystem.gdbmFiles(in: backup.directory) {
             try FileSystem.copy(backup.path(id), to: primary.path(id))
         }
-        for case .transaction(let seq, let ops) in history.records where seq > history.backup.currentSeq {
+        for case .transaction(_, let ops) in try history.transactions() {
             for op in ops { try primary.apply(op) }
         }
         try primary.syncAll()

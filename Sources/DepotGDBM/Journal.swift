@@ -201,6 +201,81 @@ final class Journal {
         return found.sorted { $0.base < $1.base }
     }
 
+    /// What opening needs of a closed segment, read without holding its records in memory:
+    /// its base, the last commit it holds (`end`), and its last record with the ops left
+    /// out (a transaction comes back with none). Records are read one at a time in chunks
+    /// and checked by their CRC-32, so a segment of any size costs one 64 KiB buffer; reading
+    /// stops where ``parse(_:)`` would stop short of a torn tail. (The ops are decoded only
+    /// when a rebuild replays the segment, by ``readSegment(path:sync:)``.)
+    static func scanSegment(path: String) throws -> (baseSeq: UInt64, end: UInt64, last: JournalRecord?) {
+        try GDBMFaults.check("open", path: path)
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw GDBMErrors.system(errno, "open", path: path) }
+        defer { Glibc.close(fd) }
+        try GDBMFaults.check("read", path: path)
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw GDBMErrors.system(errno, "stat", path: path) }
+        let size = Int(st.st_size)
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        /// Reads exactly `count` bytes at `offset` into the start of `buffer`; false at end of file.
+        func read(_ count: Int, at offset: Int) throws -> Bool {
+            if buffer.count < count { buffer = [UInt8](repeating: 0, count: count) }
+            var done = 0
+            while done < count {
+                let n = buffer.withUnsafeMutableBytes { raw -> Int in
+                    guard let base = raw.baseAddress else { return 0 }
+                    return Glibc.pread(fd, base + done, count - done, off_t(offset + done))
+                }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw GDBMErrors.system(errno, "read", path: path)
+                }
+                if n == 0 { return false }
+                done += n
+            }
+            return true
+        }
+        guard try read(headerSize, at: 0) else { throw GDBMErrors.corrupted("The GDBM store's journal is not a Depot journal.") }
+        let (baseSeq, _, _) = try parse(Array(buffer[0..<headerSize]))
+        var offset = headerSize
+        var end = baseSeq
+        var last: JournalRecord?
+        while offset + 8 <= size, try read(8, at: offset) {
+            let length = buffer.withUnsafeBytes { Int(UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 0, as: UInt32.self))) }
+            let sum = buffer.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 4, as: UInt32.self)) }
+            guard length >= 9, offset + 8 + length <= size else { break }
+            // The payload in chunks: its CRC-32, and its type and sequence from the first chunk.
+            var crc: UInt32 = 0
+            var type: UInt8 = 0
+            var seq: UInt64 = 0
+            var at = 0
+            var complete = true
+            while at < length {
+                let chunk = min(1 << 16, length - at)
+                guard try read(chunk, at: offset + 8 + at) else { complete = false; break }
+                buffer.withUnsafeBytes { raw in
+                    crc = CRC32.update(crc, UnsafeRawBufferPointer(rebasing: raw[0..<chunk]))
+                    if at == 0 {
+                        type = raw[0]
+                        seq = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 1, as: UInt64.self))
+                    }
+                }
+                at += chunk
+            }
+            guard complete, crc == sum else { break }
+            switch type {
+            case 1: last = .transaction(seq: seq, ops: [])
+            case 2: last = .applied(seq: seq)
+            case 3: last = .checkpointBegin(seq: seq)
+            default: break
+            }
+            guard (1...3).contains(type) else { break }
+            end = max(end, seq)
+            offset += 8 + length
+        }
+        return (baseSeq, end, last)
+    }
+
     /// Reads a closed segment without changing it: its base and its complete records (a
     /// torn tail is left on disk and ignored). With `sync`, fsyncs it first.
     static func readSegment(path: String, sync: Bool = false) throws -> (baseSeq: UInt64, records: [JournalRecord]) {
