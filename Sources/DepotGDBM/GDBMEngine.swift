@@ -1073,7 +1073,7 @@ final class GDBMEngine: @unchecked Sendable {
         // costs: after a bulk load, copying the current backup and replaying only the newest
         // segments beats replaying the load a second time.
         func journalBytes(after seq: UInt64) -> Int {
-            closed.filter { $0.end > seq }.reduce(0) { $0 + FileSystem.size($1.path) }
+            closed.filter { $0.end > seq }.reduce(0) { $0 + $1.bytes }
         }
         var start: UInt64
         if let previous = backup.previousSeq,
