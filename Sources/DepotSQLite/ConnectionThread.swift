@@ -12,7 +12,8 @@ import Foundation
 /// by the last.
 final class ConnectionThread: @unchecked Sendable {
     // @unchecked: `connection` is written only by the first and the last job on `executor`
-    // (before any other use, and after every other job), and used only while `lock` is held.
+    // (before any other use, and after every other job), always under `lock`, and used only
+    // while `lock` is held.
     private let executor: BlockingExecutor
     private var connection: SQLiteConnection?
     /// Held by whoever uses the connection: a job on the thread (waiting for it there), or a
@@ -28,7 +29,7 @@ final class ConnectionThread: @unchecked Sendable {
     static func start(name: String, open: @escaping @Sendable () throws -> SQLiteConnection) async throws -> ConnectionThread {
         let worker = ConnectionThread(name: name)
         do {
-            try await worker.executor.run { worker.connection = try open() }
+            try await worker.executor.run { worker.install(try open()) }
         } catch {
             worker.stop()
             throw error
@@ -36,11 +37,21 @@ final class ConnectionThread: @unchecked Sendable {
         return worker
     }
 
+    /// Stores the opened connection under `lock`, which every later use takes (an inline
+    /// caller's ``runIfFree(_:)`` included): the task that awaited the opening job does see
+    /// it, but ThreadSanitizer cannot follow that hand-off and reported the inline read as a
+    /// race with this write.
+    private func install(_ opened: SQLiteConnection) {
+        lock.lock()
+        defer { lock.unlock() }
+        connection = opened
+    }
+
     /// ``start(name:open:)`` for a caller that waits instead of suspending.
     static func startBlocking(name: String, open: @escaping @Sendable () throws -> SQLiteConnection) throws -> ConnectionThread {
         let worker = ConnectionThread(name: name)
         do {
-            try worker.executor.runBlocking { worker.connection = try open() }
+            try worker.executor.runBlocking { worker.install(try open()) }
         } catch {
             worker.stop()
             throw error
