@@ -171,10 +171,7 @@ final class Journal {
         guard fd >= 0 else { throw GDBMErrors.system(errno, "create", path: path) }
         defer { Glibc.close(fd) }
         try writeAll(fd, w.bytes, path: path)
-        if sync {
-            try GDBMFaults.check("fsync", path: path)
-            guard fsync(fd) == 0 else { throw GDBMErrors.system(errno, "sync", path: path) }
-        }
+        if sync { try FileSystem.sync(descriptor: fd, path: path) }
     }
 
     /// The name of a closed segment whose base is `base`: `journal.` and 20 decimal digits,
@@ -283,10 +280,7 @@ final class Journal {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw GDBMErrors.system(errno, "open", path: path) }
         defer { Glibc.close(fd) }
-        if sync {
-            try GDBMFaults.check("fsync", path: path)
-            guard fsync(fd) == 0 else { throw GDBMErrors.system(errno, "sync", path: path) }
-        }
+        if sync { try FileSystem.sync(descriptor: fd, path: path) }
         let (base, records, _) = try parse(try readAll(fd, path: path))
         return (base, records)
     }
@@ -497,17 +491,13 @@ final class Journal {
         if let injected { throw GDBMErrors.system(injected, "write", path: path) }
     }
 
-    /// Reads from the current position to the end, or with `fromStart` the whole file
-    /// without moving the position.
-    static func readAll(_ fd: Int32, path: String, fromStart: Bool = false) throws -> [UInt8] {
+    /// Reads from the current position to the end.
+    static func readAll(_ fd: Int32, path: String) throws -> [UInt8] {
         try GDBMFaults.check("read", path: path)
         var out: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let offset = off_t(out.count)
-            let n = chunk.withUnsafeMutableBytes {
-                fromStart ? Glibc.pread(fd, $0.baseAddress, $0.count, offset) : Glibc.read(fd, $0.baseAddress, $0.count)
-            }
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR { continue }
                 throw GDBMErrors.system(errno, "read", path: path)
