@@ -34,8 +34,8 @@ import CSQLite
 /// index into a plain struct.
 ///
 /// Table `integers(id INTEGER PRIMARY KEY, a INTEGER, …, j INTEGER)`: the rowid table a
-/// hand-written program would declare. (Depot's driver adds `AUTOINCREMENT` and its tag
-/// column: costs of Depot's layout that the ratio includes.) The insert is one explicit
+/// hand-written program would declare. (Depot's driver adds its tag column and id-mark
+/// triggers: costs of Depot's layout that the ratio includes.) The insert is one explicit
 /// transaction; a point read is one statement in its own implicit transaction.
 final class RawSQLiteModelTarget: ModelBenchTarget {
     let engine = "sqlite"

@@ -21,12 +21,18 @@ enum SQLiteLayout {
     static let metaTable = "_depotsys_meta"
     /// The per-row type tags column of every collection table.
     static let tagColumn = "_depot_t"
-    /// The layout version this driver writes and reads.
-    static let format: Int64 = 1
+    /// The layout version this driver writes and reads: 2 since integer-id tables are created
+    /// without `AUTOINCREMENT` and keep their id mark in ``idMarksTable`` (Docs/SQLiteDriver.md,
+    /// "Layout"). A store of layout 1 is read as it is and moves to 2 when it gets such a table.
+    static let format: Int64 = 2
+    /// One row per integer-id table that has lost its largest id: `(tbl, mark)`, the largest
+    /// id deleted while it was the table's largest. Triggers on the table keep it.
+    static let idMarksTable = "_depotsys_idmarks"
+    static let createIDMarksSQL = #"CREATE TABLE IF NOT EXISTS "_depotsys_idmarks"(tbl TEXT PRIMARY KEY NOT NULL, mark INTEGER NOT NULL) WITHOUT ROWID"#
 
     static let bootstrapSQL = """
         CREATE TABLE IF NOT EXISTS "_depotsys_meta"(key TEXT PRIMARY KEY NOT NULL, value) WITHOUT ROWID;
-        INSERT OR IGNORE INTO "_depotsys_meta"(key, value) VALUES ('format', 1), ('generation', 0);
+        INSERT OR IGNORE INTO "_depotsys_meta"(key, value) VALUES ('format', 2), ('generation', 0);
         CREATE TABLE IF NOT EXISTS "_depotsys_collections"(name TEXT PRIMARY KEY NOT NULL, tbl TEXT NOT NULL, id_kind TEXT NOT NULL, info TEXT NOT NULL) WITHOUT ROWID;
         """
     static let generationSQL = #"SELECT value FROM "_depotsys_meta" WHERE key = 'generation'"#
@@ -41,6 +47,10 @@ struct CollectionInfo: Codable, Sendable {
     var sqlIndexes: [String: String]
     /// Field name → column name (the same unless names collide ignoring case).
     var columns: [String: String]
+    /// `true` for an integer-id table without `AUTOINCREMENT` whose assigned ids come from
+    /// its largest id and its row in ``SQLiteLayout/idMarksTable``; absent for the tables of
+    /// layout 1, which have `AUTOINCREMENT`.
+    var idMarks: Bool? = nil
 }
 
 /// A collection as the driver sees it: immutable, with the SQL it needs prepared as text.
@@ -69,6 +79,9 @@ final class CollectionMeta: Sendable {
     let existsSQL: String
     /// `DELETE FROM "table" WHERE "id" = ?`
     let deleteSQL: String
+    /// For a table with id marks: the largest id the table has had (0 when none was
+    /// positive), from its largest id and its mark; the next assigned id is one more.
+    let assignedBaseSQL: String?
     /// Every field mapped to `.null`, and (``templateIndex``) each field's position in it, in
     /// column order (a ``FieldTemplate``): decoding a row copies it and sets each value
     /// through its index.
@@ -104,6 +117,9 @@ final class CollectionMeta: Sendable {
         existsSQL = "SELECT 1 FROM \(quotedTable) WHERE \"id\" = ?"
         deleteSQL = "DELETE FROM \(quotedTable) WHERE \"id\" = ?"
         updateSQL = "UPDATE \(quotedTable) SET " + quotedColumns.dropFirst().map { "\($0) = ?" }.joined(separator: ", ") + " WHERE \"id\" = ?"
+        assignedBaseSQL = info.idMarks == true
+            ? "SELECT max(coalesce((SELECT max(\"id\") FROM \(quotedTable)), 0), coalesce((SELECT mark FROM \"\(SQLiteLayout.idMarksTable)\" WHERE tbl = \(quoteLiteral(table))), 0))"
+            : nil
     }
 
     var schema: CollectionSchema {

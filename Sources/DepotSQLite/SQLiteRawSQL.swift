@@ -10,7 +10,7 @@ extension SQLiteTransaction: SQLExecuting {
     var sqlEngine: String { "sqlite" }
 
     func execute(sql: String, parameters: [FieldValue]) throws -> SQLResult {
-        try withRawStatement(sql, parameters) { statement in
+        try withRawStatement(sql, parameters) { statement, guardian in
             if !writable && sqlite3_stmt_readonly(statement.handle) == 0 {
                 throw DepotError(.unsupported, "This SQL statement writes, and a read transaction cannot write: run it with store.sql or inside store.write.")
             }
@@ -24,14 +24,18 @@ extension SQLiteTransaction: SQLExecuting {
                 for index in 0..<count { values.append(Self.fieldValue(statement.value(index))) }
                 rows.append(try SQLRow(columns: columns, values: values))
             }
-            let changes = Int(sqlite3_total_changes64(connection.db) - before)
+            // A statement that writes a table directly counts its own rows, not those of the
+            // triggers it fired (the driver's id-mark triggers write too).
+            let changes = guardian.writesRows
+                ? Int(sqlite3_changes64(connection.db))
+                : Int(sqlite3_total_changes64(connection.db) - before)
             return SQLResult(columns: columns, rows: rows, changes: changes)
         }
     }
 
     func explain(sql: String, parameters: [FieldValue]) throws -> QueryPlan {
         // Nothing runs, so a statement that writes may be explained in a read transaction.
-        try withRawStatement("EXPLAIN QUERY PLAN " + sql, parameters) { statement in
+        try withRawStatement("EXPLAIN QUERY PLAN " + sql, parameters) { statement, _ in
             var steps: [String] = []
             var indexes: [String] = []
             while try statement.step() {
@@ -73,7 +77,7 @@ extension SQLiteTransaction: SQLExecuting {
     ///   statements, a NaN or too deep parameter, or a parameter count that does not match; `.unsupported` for a
     ///   statement the authorizer refused; what `body` throws, SQLite's plain errors
     ///   (`SQLITE_ERROR`) as `.invalidQuery`.
-    private func withRawStatement<T>(_ sql: String, _ parameters: [FieldValue], _ body: (Statement) throws -> T) throws -> T {
+    private func withRawStatement<T>(_ sql: String, _ parameters: [FieldValue], _ body: (Statement, RawSQLGuard) throws -> T) throws -> T {
         guard isValid else { throw DepotError(.closed, "A transaction was used after its closure returned.") }
         guard !sql.utf8.contains(0) else { throw DepotError(.invalidQuery, "A SQL statement cannot contain a NUL character.") }
         for (offset, value) in parameters.enumerated() {
@@ -85,10 +89,10 @@ extension SQLiteTransaction: SQLExecuting {
         }
         let guardian = RawSQLGuard(catalog: catalog)
         let db = connection.db
-        sqlite3_set_authorizer(db, { context, action, first, second, _, _ in
+        sqlite3_set_authorizer(db, { context, action, first, second, _, trigger in
             guard let context else { return SQLITE_OK }
             let guardian = Unmanaged<RawSQLGuard>.fromOpaque(context).takeUnretainedValue()
-            return guardian.authorize(action, first.map { String(cString: $0) }, second.map { String(cString: $0) })
+            return guardian.authorize(action, first.map { String(cString: $0) }, second.map { String(cString: $0) }, inTrigger: trigger != nil)
         }, Unmanaged.passUnretained(guardian).toOpaque())
         defer { sqlite3_set_authorizer(db, nil, nil) }
         return try withExtendedLifetime(guardian) {
@@ -103,7 +107,7 @@ extension SQLiteTransaction: SQLExecuting {
                 try statement.bind(SQLiteQueryTranslator.sqlValue(value), at: Int32(offset + 1))
             }
             do {
-                return try body(statement)
+                return try body(statement, guardian)
             } catch let error as DepotError where (error.cause as? SQLiteResult)?.primaryCode == SQLITE_ERROR {
                 throw DepotError(.invalidQuery, "SQLite could not run the statement: \((error.cause as? SQLiteResult)?.message ?? "error").", cause: error.cause, detail: error.detail)
             }
@@ -153,6 +157,9 @@ final class RawSQLGuard {
     private let depotIndexes: Set<String>
     /// Why the statement was refused, once it was.
     private(set) var denial: String?
+    /// `true` once the statement was seen inserting, updating or deleting rows of a table
+    /// itself (not through a trigger, not the schema table that DDL writes).
+    private(set) var writesRows = false
 
     /// Pragmas that only describe the schema, allowed with an argument.
     static let describingPragmas: Set<String> = [
@@ -171,7 +178,14 @@ final class RawSQLGuard {
     }
 
     /// SQLite's answer for one action: `SQLITE_OK`, or `SQLITE_DENY` with ``denial`` set.
-    func authorize(_ action: Int32, _ first: String?, _ second: String?) -> Int32 {
+    /// `inTrigger` says the action belongs to a trigger the statement fires: raw SQL cannot
+    /// create triggers, so it is one of the driver's, which may keep a table's id mark.
+    func authorize(_ action: Int32, _ first: String?, _ second: String?, inTrigger: Bool) -> Int32 {
+        let rowWrite = action == SQLITE_INSERT || action == SQLITE_UPDATE || action == SQLITE_DELETE
+        if inTrigger, rowWrite, first?.lowercased() == SQLiteLayout.idMarksTable { return SQLITE_OK }
+        if rowWrite, !inTrigger, let table = first?.lowercased(), table != "sqlite_master", table != "sqlite_schema", table != "sqlite_temp_master" {
+            writesRows = true
+        }
         guard let reason = refusal(action, first, second) else { return SQLITE_OK }
         if denial == nil { denial = reason }
         return SQLITE_DENY

@@ -351,6 +351,9 @@ final class SQLiteTransaction: WriteTransaction {
         guard let meta = catalog.collections[collection] else { return false }
         try withSavepoint {
             try connection.execute("DROP TABLE IF EXISTS \(meta.quotedTable)")
+            if meta.info.idMarks == true {
+                try connection.run(#"DELETE FROM "_depotsys_idmarks" WHERE tbl = ?"#, [.text(meta.table)])
+            }
             try connection.run(#"DELETE FROM "_depotsys_collections" WHERE name = ?"#, [.text(collection.rawValue)])
             try bumpGeneration()
             catalog.collections[collection] = nil
@@ -384,6 +387,19 @@ final class SQLiteTransaction: WriteTransaction {
     func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID {
         let record = Record(id: .int(0), fields: fields).withoutNulls
         let meta = try metaForWrite(collection, kind: .int, fields: record.fields.keys)
+        if let baseSQL = meta.assignedBaseSQL {
+            guard case .int(let base) = try connection.scalar(baseSQL) else {
+                throw DepotError(.internal, "The largest id of '\(collection)' could not be read.", collection: collection.rawValue)
+            }
+            guard base < Int64.max else {
+                throw DepotError(.invalidValue, "No integer ids are left in '\(collection)'.", collection: collection.rawValue)
+            }
+            let id = base + 1
+            let (current, values) = try bound(record, meta, idFirst: true, id: .int(id))
+            try runWrite(current.insertSQL, values, current, id: .int(id))
+            return .int(id)
+        }
+        // A table of layout 1: AUTOINCREMENT assigns the id.
         do {
             let (current, values) = try bound(record, meta, idFirst: true, id: .null)
             try runWrite(current.insertSQL, values, current, id: nil)
@@ -575,14 +591,38 @@ final class SQLiteTransaction: WriteTransaction {
         var base = name.rawValue
         if base.lowercased().hasPrefix("sqlite_") { base = "c_" + base }
         let table = SQLNaming.fresh(base, taken: taken)
-        let idColumn = kind == .int ? "\"id\" INTEGER PRIMARY KEY AUTOINCREMENT" : "\"id\" TEXT PRIMARY KEY NOT NULL"
+        let idColumn = kind == .int ? "\"id\" INTEGER PRIMARY KEY" : "\"id\" TEXT PRIMARY KEY NOT NULL"
         let suffix = kind == .int ? "" : " WITHOUT ROWID"
         try connection.execute("CREATE TABLE \(quoteIdentifier(table))(\(idColumn), \(quoteIdentifier(SQLiteLayout.tagColumn)) TEXT)\(suffix)")
-        let meta = CollectionMeta(name: name, table: table, idKind: kind, info: CollectionInfo(uniqueConstraints: [], indexes: [], sqlIndexes: [:], columns: [:]))
+        var info = CollectionInfo(uniqueConstraints: [], indexes: [], sqlIndexes: [:], columns: [:])
+        if kind == .int {
+            try createIDMarkTriggers(table, taken: taken.union([table.lowercased()]))
+            info.idMarks = true
+        }
+        let meta = CollectionMeta(name: name, table: table, idKind: kind, info: info)
         try connection.run(
             #"INSERT INTO "_depotsys_collections"(name, tbl, id_kind, info) VALUES (?, ?, ?, '{}')"#,
             [.text(name.rawValue), .text(table), .text(kind.rawValue)])
         return meta
+    }
+
+    /// Keeps the id mark of the integer-id table `table` (which has no `AUTOINCREMENT`): when
+    /// a DELETE, or an UPDATE of the id, takes away the table's largest id, the mark in
+    /// ``SQLiteLayout/idMarksTable`` rises to it, so an assigned id stays greater than every
+    /// id the table has had (Docs/SQLiteDriver.md, "On-disk layout"). Inserts pay nothing; each
+    /// deleted row pays a lookup of the largest id. Raises the store to layout 2.
+    private func createIDMarkTriggers(_ table: String, taken: Set<String>) throws {
+        try connection.execute(SQLiteLayout.createIDMarksSQL)
+        try connection.execute(#"UPDATE "_depotsys_meta" SET value = 2 WHERE key = 'format' AND value < 2"#)
+        try connection.run(#"DELETE FROM "_depotsys_idmarks" WHERE tbl = ?"#, [.text(table)])
+        let quotedTable = quoteIdentifier(table)
+        let raise = "INSERT INTO \"\(SQLiteLayout.idMarksTable)\"(tbl, mark) VALUES (\(quoteLiteral(table)), old.\"id\") "
+            + "ON CONFLICT(tbl) DO UPDATE SET mark = max(mark, excluded.mark);"
+        let largestGone = "(SELECT max(\"id\") FROM \(quotedTable)) IS NULL OR old.\"id\" > (SELECT max(\"id\") FROM \(quotedTable))"
+        let onDelete = SQLNaming.fresh(table + "__idmark_d", taken: taken)
+        let onUpdate = SQLNaming.fresh(table + "__idmark_u", taken: taken.union([onDelete.lowercased()]))
+        try connection.execute("CREATE TRIGGER \(quoteIdentifier(onDelete)) AFTER DELETE ON \(quotedTable) WHEN \(largestGone) BEGIN \(raise) END")
+        try connection.execute("CREATE TRIGGER \(quoteIdentifier(onUpdate)) AFTER UPDATE OF \"id\" ON \(quotedTable) WHEN new.\"id\" IS NOT old.\"id\" AND (\(largestGone)) BEGIN \(raise) END")
     }
 
     /// Adds a column for every field that has none (validating the field name first).

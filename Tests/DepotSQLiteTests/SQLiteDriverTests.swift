@@ -43,6 +43,12 @@ func errorCode(_ body: () async throws -> Void) async -> DepotError.Code? {
         return rows
     }
 
+    /// The first column of the first row of `sql`, when it is an integer.
+    static func firstInt(_ path: String, _ sql: String) throws -> Int64? {
+        if case .int(let value) = try shell(path, sql).first?.first { return value }
+        return nil
+    }
+
     static func sqlite3ColumnCount(_ statement: Statement) -> Int32 { columnCount(statement) }
 
     @Test func layoutIsOneTablePerCollectionWithRealColumns() async throws {
@@ -204,6 +210,74 @@ func errorCode(_ body: () async throws -> Void) async -> DepotError.Code? {
             return try tx.insert(fields: ["n": 2], into: self.users)
         }
         #expect(second == .int(102))
+        try await again.close()
+    }
+
+    /// Integer-id tables have no AUTOINCREMENT (an insert does not write a sequence row);
+    /// triggers keep the id mark when anything, raw SQL included, takes away the largest id.
+    @Test func idMarksFollowDeletesAndIDUpdatesFromAnyConnection() async throws {
+        let dir = try ScratchDirectory()
+        let driver = try await SQLiteDriver(path: dir.store)
+        try await driver.write { tx in
+            for id in [3, 7, 10] as [Int64] { try tx.insert(Record(id: .int(id), fields: ["n": .int(id)]), into: self.users) }
+            // Not the largest: no mark.
+            _ = try tx.delete(7, from: self.users)
+        }
+        try await driver.close()
+        let ddl = try Self.shell(dir.store, #"SELECT sql FROM sqlite_schema WHERE name = 'users'"#)
+        if case .text(let sql) = ddl.first?.first {
+            #expect(!sql.uppercased().contains("AUTOINCREMENT"), "table: \(sql)")
+        } else {
+            Issue.record("no table: \(ddl)")
+        }
+        #expect(try Self.firstInt(dir.store, #"SELECT count(*) FROM "_depotsys_idmarks""#) == 0)
+        #expect(try Self.firstInt(dir.store, #"SELECT value FROM "_depotsys_meta" WHERE key = 'format'"#) == 2)
+        // A plain connection takes the largest id away, first by UPDATE, then by DELETE.
+        _ = try Self.shell(dir.store, #"UPDATE users SET id = 5 WHERE id = 10"#)
+        _ = try Self.shell(dir.store, #"DELETE FROM users WHERE id = 5"#)
+        #expect(try Self.firstInt(dir.store, #"SELECT mark FROM "_depotsys_idmarks" WHERE tbl = 'users'"#) == 10)
+        let again = try await SQLiteDriver(path: dir.store)
+        let assigned = try await again.write { tx in try tx.insert(fields: ["n": 1], into: self.users) }
+        #expect(assigned == .int(11))
+        // Emptying the table keeps the mark; dropping the collection forgets it.
+        let afterEmptying = try await again.write { tx in
+            _ = try tx.delete(matching: .all, from: self.users)
+            return try tx.insert(fields: ["n": 2], into: self.users)
+        }
+        #expect(afterEmptying == .int(12))
+        let afterDrop = try await again.write { tx in
+            _ = try tx.dropCollection(self.users)
+            return try tx.insert(fields: ["n": 3], into: self.users)
+        }
+        #expect(afterDrop == .int(1))
+        try await again.close()
+    }
+
+    /// A table of layout 1 (AUTOINCREMENT, no id mark) keeps assigning from its sequence; a
+    /// new integer collection in that store moves the store to layout 2.
+    @Test func layoutOneTablesKeepTheirSequence() async throws {
+        let dir = try ScratchDirectory()
+        let driver = try await SQLiteDriver(path: dir.store)
+        try await driver.write { tx in try tx.insert(Record(id: 1, fields: [:]), into: self.users) }
+        try await driver.close()
+        // Rewrite the store as layout 1 wrote it: an AUTOINCREMENT table whose sequence is at 7.
+        for sql in [
+            #"DROP TABLE users"#,
+            #"CREATE TABLE users("id" INTEGER PRIMARY KEY AUTOINCREMENT, "_depot_t" TEXT)"#,
+            #"INSERT INTO users(id) VALUES (7)"#,
+            #"DELETE FROM users"#,
+            #"UPDATE "_depotsys_collections" SET info = '{"columns":{},"indexes":[],"sqlIndexes":{},"uniqueConstraints":[]}'"#,
+            #"UPDATE "_depotsys_meta" SET value = 1 WHERE key = 'format'"#,
+            #"UPDATE "_depotsys_meta" SET value = value + 1 WHERE key = 'generation'"#,
+        ] { _ = try Self.shell(dir.store, sql) }
+        let again = try await SQLiteDriver(path: dir.store)
+        let assigned = try await again.write { tx in try tx.insert(fields: ["n": 1], into: self.users) }
+        #expect(assigned == .int(8))
+        #expect(try Self.firstInt(dir.store, #"SELECT value FROM "_depotsys_meta" WHERE key = 'format'"#) == 1)
+        let other = try CollectionName("later")
+        let first = try await again.write { tx in try tx.insert(fields: ["n": 1], into: other) }
+        #expect(first == .int(1))
+        #expect(try Self.firstInt(dir.store, #"SELECT value FROM "_depotsys_meta" WHERE key = 'format'"#) == 2)
         try await again.close()
     }
 

@@ -73,6 +73,19 @@ import Testing
         #expect(emma?.fields["year"] == 1816)
     }
 
+    /// A raw DELETE of the largest id raises the table's id mark through the driver's
+    /// trigger, so the next assigned id is still past it; the mark itself stays out of reach.
+    @Test func rawDeletesOfTheLargestIDKeepAssignedIDsAboveIt() async throws {
+        let dir = try ScratchDirectory()
+        let store = try await makeStore(dir)
+        defer { Task { try await store.close() } }
+        #expect(try await store.sql("DELETE FROM books WHERE id = (SELECT max(id) FROM books)").changes == 1)
+        let assigned = try await store.write { tx in try tx.insert(fields: ["title": "Ubik", "isbn": "u"], into: self.books) }
+        #expect(assigned == 4)
+        let refused = await errorCode { _ = try await store.sql(#"UPDATE "_depotsys_idmarks" SET mark = 0"#) }
+        #expect(refused == .unsupported)
+    }
+
     @Test func rawWritesAreInvisibleToTheChangeFeed() async throws {
         let dir = try ScratchDirectory()
         let store = try await makeStore(dir)
