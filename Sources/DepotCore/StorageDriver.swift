@@ -206,13 +206,14 @@ public protocol WriteTransaction: ReadTransaction {
     func deleteReturningIDs(matching filter: Filter, from collection: CollectionName) throws -> [RecordID]
 
     /// Inserts, updates or saves (as `mode` says) the one record whose fields `encode` hands
-    /// to a ``FieldSink`` and whose id it returns: the same result and errors as
-    /// ``write(_:as:into:)``, without building the ``Record`` when the driver can place fields
-    /// as they come. The default collects them in a dictionary (``writeRecord(_:into:_:)``).
-    /// `encode` is called exactly once.
+    /// to the driver's ``DriverFieldSink`` and whose id it returns: the same result and
+    /// errors as ``write(_:as:into:)``, without building the ``Record`` when the driver can
+    /// place fields as they come. The default collects them in a dictionary
+    /// (``writeRecord(_:into:_:)``). `encode` is called exactly once; the sink's base class
+    /// checks every field before the driver's ``DriverFieldSink/accept(_:forField:)`` sees it.
     /// - Throws: what `encode` throws, and the errors of ``write(_:as:into:)``.
     @discardableResult
-    func write(_ mode: RecordWriteMode, into collection: CollectionName, _ encode: (any FieldSink) throws -> RecordID) throws -> WriteOutcome
+    func write(_ mode: RecordWriteMode, into collection: CollectionName, _ encode: (DriverFieldSink) throws -> RecordID) throws -> WriteOutcome
 
     /// Applies `change` (already normalized: no `.null` in `set`) to the record with `id`;
     /// `false` when there is none. The default reads the record and writes it back with

@@ -135,8 +135,6 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     var changes: [ChangeEvent] = []
     var preparedModels: Set<String> = []
     var isValid = true
-    /// The sink that validated the last model written, kept for the next one.
-    var validatingSink: ValidatingFieldSink?
     /// The rules as changed by this transaction's prepares, `nil` when it changed none.
     var localRules: RulesSnapshot?
     /// The store's rules as this transaction first read them.
@@ -148,6 +146,10 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     /// The collections this transaction wrote to, dropped or prepared (the result cache
     /// forgets them after the commit).
     var touched: Set<CollectionName> = []
+    /// The collection ``note(_:_:_:fields:)`` last added to ``touched`` (only ever added to).
+    private var lastNoted: CollectionName?
+    /// What ``interest(in:)`` last found for a collection of the user's.
+    private var interest: (collection: CollectionName, observers: [any StoreWriteObserver], wantsFields: Bool)?
     /// `true` when this transaction may have written anywhere (raw SQL).
     var touchedAll = false
     /// Whether references are checked when the closure returns (Docs/Relations.md). The sync
@@ -182,17 +184,40 @@ public final class StoreWriteTransaction: StoreReadTransaction {
 
     /// `true` when some observer wants the fields of changes to `collection`.
     private func observersWantFields(_ collection: CollectionName) throws -> Bool {
-        for observer in observers where try observer.wantsFields(of: collection, in: self) { return true }
-        return false
+        try interest(in: collection).wantsFields
+    }
+
+    /// The observers that want the changes of `collection` (``StoreWriteObserver/wantsChanges(of:in:)``)
+    /// and whether one of them wants the fields. The answer for the last collection of the
+    /// user's is kept until this transaction writes a reserved collection (what observers
+    /// read to decide, such as the sync attachments, lives there), so a run of writes to one
+    /// collection asks the observers once.
+    private func interest(in collection: CollectionName) throws -> (observers: [any StoreWriteObserver], wantsFields: Bool) {
+        if let interest, interest.collection == collection { return (interest.observers, interest.wantsFields) }
+        var wanting: [any StoreWriteObserver] = []
+        var wantsFields = false
+        for observer in observers where try observer.wantsChanges(of: collection, in: self) {
+            wanting.append(observer)
+            if try observer.wantsFields(of: collection, in: self) { wantsFields = true }
+        }
+        if !collection.isReserved { interest = (collection, wanting, wantsFields) }
+        return (wanting, wantsFields)
     }
 
     /// Records a change event and hands the change to the observers.
     private func note(_ kind: ChangeEvent.Kind, _ id: RecordID, _ collection: CollectionName, fields: [String: FieldValue]?) throws {
         changes.append(ChangeEvent(collection: collection, kind: kind, id: id))
-        touched.insert(collection)
+        // Runs of writes to one collection skip the set's hashing after the first.
+        if lastNoted != collection {
+            touched.insert(collection)
+            lastNoted = collection
+        }
         guard !observers.isEmpty else { return }
+        if collection.isReserved { interest = nil }
+        let wanting = try interest(in: collection).observers
+        guard !wanting.isEmpty else { return }
         let change = RecordChange(collection: collection, kind: kind, id: id, fields: kind == .deleted ? nil : fields)
-        for observer in observers { try observer.record(change, in: self) }
+        for observer in wanting { try observer.record(change, in: self) }
     }
 
     /// Adds a record. - Throws: `.alreadyExists`, `.uniqueViolation`, `.invalidName`, `.invalidValue`.
@@ -238,8 +263,9 @@ public final class StoreWriteTransaction: StoreReadTransaction {
 
     /// Inserts, updates or saves `model` (which has an id) by encoding its fields straight
     /// into the driver's ``FieldSink``: the same checks, change events and observer calls as
-    /// the record methods. When an observer wants the fields of this collection, the
-    /// validating sink also keeps a copy of them for it.
+    /// the record methods (the checks are made by the sink's base class,
+    /// ``DriverFieldSink``). When an observer wants the fields of this collection, the sink
+    /// also keeps a copy of them for it.
     /// - Throws: `.invalidValue` when the model has no id, the encoder's errors, and those of
     ///   the record method of `mode`.
     @discardableResult
@@ -248,18 +274,12 @@ public final class StoreWriteTransaction: StoreReadTransaction {
         // A collection with rules takes the record path, where they are applied.
         if try rules(of: collection) != nil { return try write(try model.record(), as: mode, into: collection) }
         let copiesFields = try observersWantFields(collection)
-        let validator: ValidatingFieldSink
-        if let cached = validatingSink, cached.collection == collection.rawValue {
-            validator = cached
-        } else {
-            validator = ValidatingFieldSink(collection: collection.rawValue)
-            validatingSink = validator
-        }
         var written: RecordID?
+        var copied: [String: FieldValue]?
         let outcome = try writer.write(mode, into: collection) { sink in
-            validator.start(sink, copying: copiesFields)
-            defer { validator.finish() }
-            guard let id = try model.encodeRecord(into: validator) else {
+            sink.startRecord(collection: collection.rawValue, copying: copiesFields)
+            defer { copied = sink.finishRecord() }
+            guard let id = try model.encodeRecord(into: sink) else {
                 throw DepotError(.invalidValue, "\(M.self) has no id; insert it to have the store assign one.", collection: collection.rawValue)
             }
             try id.validate(collection: collection.rawValue)
@@ -267,7 +287,7 @@ public final class StoreWriteTransaction: StoreReadTransaction {
             return id
         }
         guard let written else { throw DepotError(.internal, "The driver did not encode the record.", collection: collection.rawValue) }
-        try note(outcome == .inserted ? .inserted : .updated, written, collection, fields: validator.copy?.fields)
+        try note(outcome == .inserted ? .inserted : .updated, written, collection, fields: copied)
         return outcome
     }
 
@@ -406,60 +426,5 @@ public final class StoreWriteTransaction: StoreReadTransaction {
             preparedModels.insert(key)
         }
         return TransactionRepository(transaction: self, collection: try M.collection())
-    }
-}
-
-/// Checks each field on its way to a driver's ``FieldSink``, as ``Record/validate(collection:)``
-/// checks a record: a valid field name, no NaN, no nesting deeper than
-/// ``FieldValue/maximumDepth``.
-///
-/// A model sends the same names in the same order every time, so the names of the first
-/// record are remembered and later records compare each name with one string comparison
-/// instead of validating it again. When asked, it also keeps a copy of the fields (for a
-/// write observer that wants them).
-///
-/// Used by one transaction's thread and never re-entrantly (the target sink does not call
-/// back), so the dynamic exclusivity checks of its stored properties are turned off.
-final class ValidatingFieldSink: FieldSink {
-    let collection: String
-    @exclusivity(unchecked) private var target: (any FieldSink)?
-    @exclusivity(unchecked) private var known: [String] = []
-    @exclusivity(unchecked) private var cursor = 0
-    /// The fields set since ``start(_:copying:)``, when it was asked to copy them.
-    @exclusivity(unchecked) private(set) var copy: DictionaryFieldSink?
-
-    init(collection: String) { self.collection = collection }
-
-    func start(_ target: any FieldSink, copying: Bool) {
-        self.target = target
-        cursor = 0
-        copy = copying ? DictionaryFieldSink() : nil
-    }
-
-    func finish() { target = nil }
-
-    func set(_ value: FieldValue, forField name: String) throws {
-        guard let target else { throw DepotError(.closed, "A field sink was used outside its write.", collection: collection) }
-        // A null is an absent field: like Record.withoutNulls before validation, it is not checked.
-        if value.isNull {
-            copy?.set(value, forField: name)
-            return try target.set(value, forField: name)
-        }
-        if cursor < known.count && known[cursor] == name {
-            cursor += 1
-        } else {
-            try FieldName.validate(name, collection: collection)
-            if cursor == known.count && known.count < 1024 {
-                known.append(name)
-                cursor += 1
-            }
-        }
-        switch value {
-        case .double(let d) where d.isNaN: try value.validate(field: name)
-        case .array, .object: try value.validate(field: name)
-        default: break
-        }
-        copy?.set(value, forField: name)
-        try target.set(value, forField: name)
     }
 }

@@ -26,9 +26,17 @@
 /// - Calls come from the driver's transaction thread, one transaction at a time, never
 ///   concurrently for one store.
 public protocol StoreWriteObserver: AnyObject, Sendable {
+    /// `false` when no change to `collection` is this observer's business: the store then
+    /// does not call ``record(_:in:)`` for them. A transaction asks once per collection of
+    /// the user's and keeps the answer until it writes a reserved collection (asks again
+    /// after that, and for every change to a reserved collection), so the answer may depend
+    /// only on what the reserved collections hold. The default is `true`.
+    /// - Throws: what reading the transaction throws; the write is then rolled back.
+    func wantsChanges(of collection: CollectionName, in transaction: StoreWriteTransaction) throws -> Bool
     /// `true` when the changes to `collection` must reach ``record(_:in:)`` with the
-    /// record's fields (``RecordChange/fields``). Asked before each write; answering
-    /// `false` (the default) spares the store a copy of the fields.
+    /// record's fields (``RecordChange/fields``). Asked with ``wantsChanges(of:in:)``, when
+    /// that answers `true`; answering `false` (the default) spares the store a copy of the
+    /// fields.
     /// - Throws: what reading the transaction throws; the write is then rolled back.
     func wantsFields(of collection: CollectionName, in transaction: StoreWriteTransaction) throws -> Bool
 
@@ -42,6 +50,8 @@ public protocol StoreWriteObserver: AnyObject, Sendable {
 }
 
 extension StoreWriteObserver {
+    /// Every change is.
+    public func wantsChanges(of collection: CollectionName, in transaction: StoreWriteTransaction) throws -> Bool { true }
     /// Fields are not needed.
     public func wantsFields(of collection: CollectionName, in transaction: StoreWriteTransaction) throws -> Bool { false }
     /// Nothing to do after a commit.

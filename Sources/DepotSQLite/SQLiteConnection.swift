@@ -228,6 +228,20 @@ final class SQLiteConnection {
         return Int(sqlite3_changes64(db))
     }
 
+    /// Runs a statement whose every parameter `bindAll` sets, so the bindings of its last
+    /// use need no clearing first. `bindAll` returns `true` when it bound text or bytes:
+    /// those are cleared after the run, so the cached statement does not keep them.
+    /// (`sqlite3_clear_bindings` on every run was 8% of a ten-integer insert.)
+    @discardableResult
+    func run(_ sql: String, bindingAll bindAll: (Statement) throws -> Bool) throws -> Int {
+        let statement = try self.statement(sql)
+        var clear = true
+        defer { statement.finish(clearing: clear) }
+        clear = try bindAll(statement)
+        while try statement.step() {}
+        return Int(sqlite3_changes64(db))
+    }
+
     /// Runs a query, calling `row` for each result row until it returns `false`.
     func query(_ sql: String, _ parameters: [SQLValue] = [], _ row: (Statement) throws -> Bool) throws {
         let statement = try self.statement(sql)
@@ -254,7 +268,9 @@ final class SQLiteConnection {
 /// A prepared statement borrowed from a connection's cache.
 struct Statement {
     let handle: OpaquePointer
-    unowned let connection: SQLiteConnection
+    /// Not counted: a statement is borrowed inside a call on its connection and never
+    /// outlives it (an `unowned` reference cost two atomic operations per statement).
+    unowned(unsafe) let connection: SQLiteConnection
     let sql: String
     /// A one-off statement, finalized by ``finish()`` instead of returning to the cache.
     let transient: Bool
@@ -291,6 +307,12 @@ struct Statement {
         guard rc == SQLITE_OK else { throw connection.lastError(rc, sql: sql) }
     }
 
+    /// Binds an integer: ``bind(_:at:)`` for `.int(int)`.
+    @inline(__always) func bind(int: Int64, at index: Int32) throws {
+        let rc = sqlite3_bind_int64(handle, index, int)
+        guard rc == SQLITE_OK else { throw connection.lastError(rc, sql: sql) }
+    }
+
     /// Steps once: `true` when a row is ready, `false` when done.
     func step() throws -> Bool {
         connection.stepsLeft &-= 1
@@ -305,12 +327,12 @@ struct Statement {
     }
 
     /// Ends a use: resets a cached statement (and clears its bindings), finalizes a one-off.
-    func finish() {
+    func finish(clearing: Bool = true) {
         if transient {
             sqlite3_finalize(handle)
         } else {
             sqlite3_reset(handle)
-            sqlite3_clear_bindings(handle)
+            if clearing { sqlite3_clear_bindings(handle) }
         }
     }
 

@@ -10,7 +10,7 @@ import DepotCore
 /// One instance serves many records of one collection (``reset()`` between them); it is
 /// used only on the connection's thread and never re-entrantly, so the dynamic exclusivity
 /// checks of its stored properties (a quarter of the cost of an insert) are turned off.
-final class SQLiteFieldSink: FieldSink {
+final class SQLiteFieldSink: DriverFieldSink {
     let meta: CollectionMeta
     /// The value of each column's field, by position in ``CollectionMeta/fields``.
     @exclusivity(unchecked) private var slots: [FieldValue?]
@@ -22,6 +22,7 @@ final class SQLiteFieldSink: FieldSink {
     init(meta: CollectionMeta) {
         self.meta = meta
         slots = Array(repeating: nil, count: meta.fields.count)
+        super.init()
     }
 
     /// Empties the sink for the next record.
@@ -31,7 +32,7 @@ final class SQLiteFieldSink: FieldSink {
         if !extra.isEmpty { extra.removeAll(keepingCapacity: true) }
     }
 
-    func set(_ value: FieldValue, forField name: String) {
+    override func accept(_ value: FieldValue, forField name: String) {
         let stored: FieldValue? = value.isNull ? nil : value
         if let index = order.position(of: name, in: meta) {
             slots[index] = stored
@@ -51,23 +52,37 @@ final class SQLiteFieldSink: FieldSink {
         return Record(id: id, fields: fields)
     }
 
-    /// Binds the record to `statement`, shaped like ``CollectionMeta/insertSQL`` (`idFirst`:
-    /// id, type tags, columns) or ``CollectionMeta/updateSQL`` (type tags, columns, id).
-    /// Unset columns are left unbound, which is NULL: the statement's bindings were cleared
-    /// when it was last finished.
-    func bind(_ statement: Statement, id: SQLValue, idFirst: Bool) throws {
+    /// Binds the record to every parameter of `statement`, shaped like
+    /// ``CollectionMeta/insertSQL`` (`idFirst`: id, type tags, columns) or
+    /// ``CollectionMeta/updateSQL`` (type tags, columns, id); unset columns are bound to
+    /// NULL. Returns `true` when it bound text or bytes (for
+    /// ``SQLiteConnection/run(_:bindingAll:)``).
+    func bind(_ statement: Statement, id: SQLValue, idFirst: Bool) throws -> Bool {
         var tags = ""
+        var large = false
+        if case .text = id { large = true }
         let first: Int32 = idFirst ? 3 : 2
         for index in slots.indices {
-            guard let value = slots[index] else { continue }
+            guard let value = slots[index] else {
+                try statement.bind(.null, at: first + Int32(index))
+                continue
+            }
             switch value {
+            case .int(let int):
+                // The common case, bound without building an SQLValue.
+                try statement.bind(int: int, at: first + Int32(index))
+                continue
             case .bool: tags += meta.columns[index] + ":b,"
-            case .array, .object: tags += meta.columns[index] + ":j,"
+            case .array, .object:
+                tags += meta.columns[index] + ":j,"
+                large = true
+            case .string, .bytes: large = true
             default: break
             }
             try statement.bind(SQLiteQueryTranslator.sqlValue(value), at: first + Int32(index))
         }
         let tagValue: SQLValue = tags.isEmpty ? .null : .text("," + tags)
+        if !tags.isEmpty { large = true }
         if idFirst {
             try statement.bind(id, at: 1)
             try statement.bind(tagValue, at: 2)
@@ -75,5 +90,6 @@ final class SQLiteFieldSink: FieldSink {
             try statement.bind(tagValue, at: 1)
             try statement.bind(id, at: first + Int32(slots.count))
         }
+        return large
     }
 }

@@ -5,12 +5,16 @@ import Foundation
 /// A read or write transaction on one connection, valid only inside its closure.
 final class SQLiteTransaction: WriteTransaction {
     let connection: SQLiteConnection
-    private(set) var catalog: Catalog
+    /// Any change to it forgets ``fieldSink``, whose collection metadata may be replaced.
+    private(set) var catalog: Catalog {
+        didSet { fieldSink = nil }
+    }
     let writable: Bool
     var isValid = true
     /// `true` once this transaction changed the catalog (the driver publishes it on commit).
     private(set) var catalogChanged = false
-    /// The sink of the last model written, kept for the next record of the same collection.
+    /// The sink of the last model written, kept for the next record of the same collection
+    /// while the catalog is unchanged (so its metadata is the catalog's).
     private var fieldSink: SQLiteFieldSink?
 
     init(connection: SQLiteConnection, catalog: Catalog, writable: Bool) {
@@ -412,16 +416,17 @@ final class SQLiteTransaction: WriteTransaction {
     /// Inserts, updates or saves one record whose fields are bound to the statement as they
     /// are encoded (``SQLiteFieldSink``). The record path takes over when the collection does
     /// not exist yet, when a field has no column yet, or when the id is of the wrong kind.
-    func write(_ mode: RecordWriteMode, into collection: CollectionName, _ encode: (any FieldSink) throws -> RecordID) throws -> WriteOutcome {
+    func write(_ mode: RecordWriteMode, into collection: CollectionName, _ encode: (DriverFieldSink) throws -> RecordID) throws -> WriteOutcome {
         try checkWritable()
-        guard let meta = catalog.collections[collection] else { return try writeRecord(mode, into: collection, encode) }
         let sink: SQLiteFieldSink
-        if let cached = fieldSink, cached.meta === meta {
+        if let cached = fieldSink, cached.meta.name == collection {
             sink = cached
         } else {
+            guard let meta = catalog.collections[collection] else { return try writeRecord(mode, into: collection, encode) }
             sink = SQLiteFieldSink(meta: meta)
             fieldSink = sink
         }
+        let meta = sink.meta
         sink.reset()
         let id = try encode(sink)
         guard sink.extra.isEmpty, id.kind == meta.idKind else {
@@ -438,7 +443,9 @@ final class SQLiteTransaction: WriteTransaction {
             outcome = .inserted
         case .update:
             // The UPDATE's changed-row count says whether the record exists: no lookup first.
-            let changed = try runWrite(meta.updateSQL, meta, id: id) { try sink.bind($0, id: idValue, idFirst: false) }
+            let changed = try mappingWriteErrors(meta, id: id) {
+                try connection.run(meta.updateSQL, bindingAll: { try sink.bind($0, id: idValue, idFirst: false) })
+            }
             guard changed > 0 else {
                 throw DepotError(.notFound, "No record with id \(id).", collection: collection.rawValue, id: id)
             }
@@ -447,7 +454,9 @@ final class SQLiteTransaction: WriteTransaction {
             outcome = try exists(idValue, meta) ? .updated : .inserted
         }
         let idFirst = outcome == .inserted
-        try runWrite(idFirst ? meta.insertSQL : meta.updateSQL, meta, id: id) { try sink.bind($0, id: idValue, idFirst: idFirst) }
+        try mappingWriteErrors(meta, id: id) {
+            try connection.run(idFirst ? meta.insertSQL : meta.updateSQL, bindingAll: { try sink.bind($0, id: idValue, idFirst: idFirst) })
+        }
         return outcome
     }
 

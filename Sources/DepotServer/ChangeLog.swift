@@ -18,6 +18,11 @@ public final class ChangeLogRecorder: StoreWriteObserver {
         store.writeObserver(ChangeLogRecorder.self) { ChangeLogRecorder() }
     }
 
+    /// The changes of the user's collections (reserved collections are not served).
+    public func wantsChanges(of collection: CollectionName, in transaction: StoreWriteTransaction) throws -> Bool {
+        !collection.isReserved
+    }
+
     /// Logs a change to a collection of the user's (reserved collections are not served).
     public func record(_ change: RecordChange, in transaction: StoreWriteTransaction) throws {
         guard !change.collection.isReserved else { return }

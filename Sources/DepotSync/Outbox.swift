@@ -246,6 +246,13 @@ public final class OutboxRecorder: StoreWriteObserver {
         return set
     }
 
+    /// The changes of attached collections, and those to `_depot_sync` (which attach and
+    /// detach collections).
+    public func wantsChanges(of collection: CollectionName, in transaction: StoreWriteTransaction) throws -> Bool {
+        guard !collection.isReserved else { return collection == WireCollections.sync }
+        return try attached(transaction).contains(collection.rawValue)
+    }
+
     /// Attached collections want the fields: the entry holds them.
     public func wantsFields(of collection: CollectionName, in transaction: StoreWriteTransaction) throws -> Bool {
         guard !collection.isReserved else { return false }

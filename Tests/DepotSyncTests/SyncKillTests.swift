@@ -229,6 +229,10 @@ final class KillClient: @unchecked Sendable {
     /// The first few `ANOMALY` lines: the app saw one of its own records wrong.
     var anomalies: [String] = []
     var done = false
+    /// How late (ms) the last sleep before a kill woke: on a loaded machine it can pass a
+    /// whole hold, so the next hold is lengthened by it and a kill can still land while a
+    /// request is held.
+    var lateness = 0
 
     init(label: String, store: String, seed: UInt64, writes: Int64) {
         self.label = label
@@ -253,7 +257,7 @@ final class KillClient: @unchecked Sendable {
             if roll < 0.5 {
                 // Catch the next request at the server, hold it, and kill while it is held
                 // (or just after it was answered: the offset may pass the hold).
-                let hold = 15 + Int(random.next() % 50)
+                let hold = 15 + Int(random.next() % 50) + 2 * lateness
                 wire.arm(milliseconds: hold, writesOnly: random.nextUnit() < 0.85)
                 let armed = ContinuousClock.now
                 while wire.caught == nil, child.isRunning, armed.duration(to: .now) < .seconds(5) {
@@ -261,7 +265,10 @@ final class KillClient: @unchecked Sendable {
                 }
                 if let caught = wire.disarm() {
                     let offset = Int(random.next() % UInt64(hold + 25))
-                    try await Task.sleep(until: caught.advanced(by: .milliseconds(offset)), clock: .continuous)
+                    let wake = caught.advanced(by: .milliseconds(offset))
+                    try await Task.sleep(until: wake, clock: .continuous)
+                    let late = wake.duration(to: .now)
+                    lateness = min(500, Int(late.components.seconds) * 1000 + Int(late.components.attoseconds / 1_000_000_000_000_000))
                     kind = caught.duration(to: .now) < .milliseconds(hold - 2) ? "killsWithRequestInFlight" : "killsJustAfterHeldRequest"
                 }
                 child.kill()
