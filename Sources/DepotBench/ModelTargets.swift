@@ -193,8 +193,14 @@ public final class DepotModelTarget<M: BenchIntegerModel>: ModelBenchTarget {
     }
 
     /// Reads record `n` by id in its own read transaction.
+    ///
+    /// Specialized for the two model types: the runner calls it through the target protocol,
+    /// which would leave this code generic, looking up the metadata of `Repository<M>` at
+    /// every call. An app calls `find(id:)` from code where the model type is known.
+    @_specialize(exported: false, where M == GeneratedIntegerRecord)
+    @_specialize(exported: false, where M == IntegerRecord)
     public func read(_ n: Int) async throws {
-        let (_, repository) = try opened()
+        guard let repository else { throw BenchError("\(engine) \(side.rawValue): the store is not open.") }
         guard let model = try await repository.find(id: Int64(n) + 1) else { throw BenchError("\(displayName): record \(n) is missing.") }
         last = model
     }

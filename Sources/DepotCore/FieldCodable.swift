@@ -66,6 +66,10 @@ extension Bool: FieldCodable {
     public func storedFieldValue(field: String) throws -> FieldValue { .bool(self) }
     /// Reads a `.bool`. - Throws: `.decoding` for any other kind.
     public init(storedFieldValue value: FieldValue, field: String) throws {
+        if case .bool(let exact) = value {
+            self = exact
+            return
+        }
         self = try readScalar(field) { try Scalar.bool(value, $0()) }
     }
 }
@@ -75,6 +79,10 @@ extension String: FieldCodable {
     public func storedFieldValue(field: String) throws -> FieldValue { .string(self) }
     /// Reads a `.string`. - Throws: `.decoding` for any other kind.
     public init(storedFieldValue value: FieldValue, field: String) throws {
+        if case .string(let exact) = value {
+            self = exact
+            return
+        }
         self = try readScalar(field) { try Scalar.string(value, $0()) }
     }
 }
@@ -84,6 +92,10 @@ extension Double: FieldCodable {
     public func storedFieldValue(field: String) throws -> FieldValue { try checkedDouble(self, [FieldKey(field)]) }
     /// Reads a `.double`, or an `.int` converted. - Throws: `.decoding` for any other kind.
     public init(storedFieldValue value: FieldValue, field: String) throws {
+        if case .double(let exact) = value {
+            self = exact
+            return
+        }
         self = try readScalar(field) { try Scalar.double(value, $0()) }
     }
 }
@@ -106,8 +118,20 @@ extension FieldCodableInteger {
     public func storedFieldValue(field: String) throws -> FieldValue { try checkedInt(self, [FieldKey(field)]) }
     /// Reads an `.int` that fits, or a `.double` with an integral value that fits.
     /// - Throws: `.decoding` otherwise.
+    @inlinable
     public init(storedFieldValue value: FieldValue, field: String) throws {
-        self = try readScalar(field) { try Scalar.integer(Self.self, value, $0()) }
+        // The common case first: an `.int` that fits, with no closure and no generic reader.
+        if case .int(let int) = value, let exact = Self(exactly: int) {
+            self = exact
+            return
+        }
+        self = try Self.readInteger(value, field: field)
+    }
+
+    /// The other cases of ``init(storedFieldValue:field:)``: an integral `.double`, or the error.
+    @usableFromInline
+    static func readInteger(_ value: FieldValue, field: String) throws -> Self {
+        try readScalar(field) { try Scalar.integer(Self.self, value, $0()) }
     }
 }
 

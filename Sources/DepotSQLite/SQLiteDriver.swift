@@ -235,7 +235,11 @@ public final class SQLiteDriver: StorageDriver {
 
     /// The catalog at the generation the connection's transaction sees.
     private func catalog(for connection: SQLiteConnection) throws -> Catalog {
-        let generation = try Catalog.currentGeneration(connection)
+        try catalog(for: connection, generation: try Catalog.currentGeneration(connection))
+    }
+
+    /// The catalog at `generation`, read by the connection's current transaction.
+    private func catalog(for connection: SQLiteConnection, generation: Int64) throws -> Catalog {
         if let cached = cachedCatalog.withLock({ $0 }), cached.generation == generation { return cached }
         let loaded = try Catalog.load(connection, generation: generation)
         cachedCatalog.withLock { current in
@@ -288,10 +292,34 @@ public final class SQLiteDriver: StorageDriver {
     /// Runs a read transaction on `connection`: `BEGIN`, the catalog (its first read takes
     /// the snapshot), `body`, `COMMIT`. Inline, the snapshot is taken without waiting
     /// (`.declined` if it cannot be) and the steps are limited.
+    ///
+    /// The transaction is not opened with `BEGIN`: the statement reading the catalog's
+    /// generation is stepped to its row and left pending until `body` returns. While a
+    /// statement is pending, SQLite keeps the connection's read transaction (one snapshot)
+    /// open for every other statement, and resetting it ends the transaction. This spares a
+    /// point read two of its four statements (`BEGIN` and `COMMIT`; Docs/SQLiteDriver.md,
+    /// "Where transactions run").
     private func runRead<T>(_ connection: SQLiteConnection, inline: Bool = false, _ body: (SQLiteTransaction) throws -> T) throws -> Inline<T> {
         if inline { connection.beginInline(steps: SQLiteDriver.inlineStepBudget) }
         defer { if inline { connection.endInline() } }
-        guard let transaction = try begin(connection, writable: false, inline: inline) else { return .declined }
+        connection.refreshLog()
+        let snapshot = try connection.statement(SQLiteLayout.generationSQL)
+        // Resetting the pending statement ends the read transaction, whatever happened.
+        defer { snapshot.finish() }
+        let transaction: SQLiteTransaction
+        do {
+            guard try snapshot.step(), case .int(let generation) = snapshot.value(0) else {
+                throw DepotError(.corrupted, "The SQLite store's metadata table in '\(connection.fileName)' is damaged or not Depot's.")
+            }
+            transaction = SQLiteTransaction(connection: connection, catalog: try catalog(for: connection, generation: generation), writable: false)
+            if inline { connection.restoreBusyTimeout() }
+        } catch let error as DepotError where inline && (error.code == .locked || connection.overBudget) {
+            connection.stepsLeft = Int.max
+            return .declined
+        } catch {
+            connection.stepsLeft = Int.max
+            throw error
+        }
         defer { transaction.isValid = false }
         let result: T
         do {
@@ -299,21 +327,11 @@ public final class SQLiteDriver: StorageDriver {
         } catch {
             let declined = connection.overBudget
             connection.stepsLeft = Int.max
-            try? connection.executeCached("ROLLBACK")
             if declined { return .declined }
             throw error
         }
         connection.stepsLeft = Int.max
-        if connection.overBudget {
-            try? connection.executeCached("ROLLBACK")
-            return .declined
-        }
-        do {
-            try connection.executeCached("COMMIT")
-        } catch {
-            try? connection.executeCached("ROLLBACK")
-            throw error
-        }
+        if connection.overBudget { return .declined }
         return .done(result)
     }
 

@@ -19,6 +19,8 @@ final class SQLiteRowFields: FieldSource {
     @exclusivity(unchecked) private(set) var recordID: RecordID = .int(0)
     /// The row's type tags (column → tag), empty when the row has none.
     @exclusivity(unchecked) private var tags: [String: UInt8] = [:]
+    /// `tags` is not empty (checked without touching the dictionary).
+    @exclusivity(unchecked) private var hasTags = false
     /// The order in which the model uses its fields.
     @exclusivity(unchecked) private var order = FieldOrder()
 
@@ -32,16 +34,29 @@ final class SQLiteRowFields: FieldSource {
         order.rewind()
         recordID = try SQLiteTransaction.decodeID(row, meta)
         tags = SQLiteTransaction.decodeTags(row)
+        hasTags = !tags.isEmpty
     }
 
     /// Forgets the row (its statement moves on), keeping the learned field order.
     func unload() {
         handle = nil
         tags = [:]
+        hasTags = false
     }
 
     func value(forField name: String) throws -> FieldValue? {
         guard let handle, let index = order.position(of: name, in: meta) else { return nil }
+        if !hasTags {
+            // A row without type tags (most rows): integers, doubles and NULL read from the
+            // column's value with one call into SQLite, the dictionary left alone.
+            guard let column = sqlite3_column_value(handle, Int32(index + 2)) else { return nil }
+            switch sqlite3_value_type(column) {
+            case SQLITE_NULL: return nil
+            case SQLITE_INTEGER: return .int(sqlite3_value_int64(column))
+            case SQLITE_FLOAT: return .double(sqlite3_value_double(column))
+            default: break
+            }
+        }
         return try SQLiteTransaction.decodeColumn(handle, meta, index: index, tags: tags)
     }
 

@@ -333,6 +333,27 @@ func errorCode(_ body: () async throws -> Void) async -> DepotError.Code? {
         try await driver.close()
     }
 
+    /// A read transaction is one snapshot for all its statements (it is held open by a
+    /// pending statement, not by BEGIN): a commit from another connection between two of
+    /// its statements is not seen.
+    @Test func aReadTransactionIsOneSnapshotAcrossItsStatements() async throws {
+        let dir = try ScratchDirectory()
+        let driver = try await SQLiteDriver(path: dir.store)
+        try await driver.write { tx in for i in 1...3 { try tx.insert(Record(id: .int(Int64(i)), fields: ["n": 1]), into: self.users) } }
+        let path = dir.store
+        let (before, after, got) = try await driver.read { tx in
+            let before = try tx.count(.all, in: self.users)
+            _ = try Self.shell(path, #"INSERT INTO users(id, n) VALUES (4, 1)"#)
+            _ = try Self.shell(path, #"UPDATE users SET n = 2 WHERE id = 1"#)
+            return (before, try tx.count(.all, in: self.users), try tx.get(1, from: self.users))
+        }
+        #expect(before == 3)
+        #expect(after == 3)
+        #expect(got?.fields["n"] == 1)
+        #expect(try await driver.read { tx in try tx.count(.all, in: self.users) } == 4)
+        try await driver.close()
+    }
+
     @Test func nestedQueriesAndManyStatementShapesInsideALoop() async throws {
         let dir = try ScratchDirectory()
         let driver = try await SQLiteDriver(path: dir.store)
