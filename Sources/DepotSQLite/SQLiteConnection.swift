@@ -29,6 +29,10 @@ final class SQLiteConnection {
     var overBudget = false
     /// The pages in the write-ahead log after the last commit, as SQLite's WAL hook reports.
     var walPages: Int32 = 0
+    /// The type tags text last decoded on this connection and its decoding: rows of one
+    /// collection mostly carry the same tags, so ``SQLiteTransaction/decodeTags(_:)`` parses
+    /// a text once and compares the next rows' bytes with it.
+    var lastTags: (text: [UInt8], tags: [String: UInt8])?
     private var cache: [String: OpaquePointer] = [:]
     /// The last few statements used, most recent first, checked before `cache`: comparing a
     /// statement's SQL with `==` is immediate when it is the same string (a collection's

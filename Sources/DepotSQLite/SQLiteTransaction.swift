@@ -226,12 +226,16 @@ final class SQLiteTransaction: WriteTransaction {
     /// The type tags of a row (column → tag): `b` for a bool stored as an integer, `j` for an
     /// array or object stored as JSON text. Empty when the row has none.
     static func decodeTags(_ row: Statement) -> [String: UInt8] {
-        guard row.type(1) == SQLITE_TEXT else { return [:] }
+        guard row.type(1) == SQLITE_TEXT, let pointer = sqlite3_column_text(row.handle, 1) else { return [:] }
+        let bytes = UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(row.handle, 1)))
+        let connection = row.connection
+        if let last = connection.lastTags, last.text.elementsEqual(bytes) { return last.tags }
         var tags: [String: UInt8] = [:]
-        for entry in row.text(1).split(separator: ",") {
+        for entry in String(decoding: bytes, as: UTF8.self).split(separator: ",") {
             guard let colon = entry.lastIndex(of: ":"), let tag = entry[entry.index(after: colon)...].utf8.first else { continue }
             tags[String(entry[..<colon])] = tag
         }
+        if bytes.count <= 4096 { connection.lastTags = (Array(bytes), tags) }
         return tags
     }
 

@@ -15,6 +15,9 @@ struct RecordSyncState: Sendable {
     var remote: Bool
     /// The listing generation that last saw the record (deletion reconciliation).
     var seen: Int64
+    /// `true` when ``load(_:_:_:)`` found no stored state in this transaction: ``store(_:)``
+    /// then inserts instead of saving (which looks the record up first).
+    var knownAbsent = false
 
     var key: RecordID { .string(WireCollections.recordKey(collection, id)) }
 
@@ -28,7 +31,7 @@ struct RecordSyncState: Sendable {
     static func load(_ tx: StoreReadTransaction, _ collection: String, _ id: RecordID) throws -> RecordSyncState {
         let key = RecordID.string(WireCollections.recordKey(collection, id))
         guard let record = try tx.get(key, from: WireCollections.syncRecords) else {
-            return RecordSyncState(collection: collection, id: id, etag: nil, base: nil, remote: false, seen: 0)
+            return RecordSyncState(collection: collection, id: id, etag: nil, base: nil, remote: false, seen: 0, knownAbsent: true)
         }
         return RecordSyncState(
             collection: collection, id: id, etag: record["etag"].stringValue, base: record["base"].stringValue,
@@ -36,8 +39,13 @@ struct RecordSyncState: Sendable {
         )
     }
 
-    func store(_ tx: StoreWriteTransaction) throws {
-        try tx.save(Record(id: key, fields: fields), into: WireCollections.syncRecords)
+    mutating func store(_ tx: StoreWriteTransaction) throws {
+        if knownAbsent {
+            try tx.insert(Record(id: key, fields: fields), into: WireCollections.syncRecords)
+            knownAbsent = false
+        } else {
+            try tx.save(Record(id: key, fields: fields), into: WireCollections.syncRecords)
+        }
     }
 }
 
@@ -65,9 +73,16 @@ enum SyncLocal {
         try Outbox.entries(of: collection, id: id, in: tx)
     }
 
-    static func writeLocal(_ tx: StoreWriteTransaction, _ collection: CollectionName, _ id: RecordID, _ fields: [String: FieldValue]?) throws {
+    /// Writes the server's state of a record locally (`nil`: deletes it). `absent`: the
+    /// caller read the record in `tx` and found none, so it is inserted without the lookup
+    /// a save makes.
+    static func writeLocal(_ tx: StoreWriteTransaction, _ collection: CollectionName, _ id: RecordID, _ fields: [String: FieldValue]?, absent: Bool = false) throws {
         if let fields {
-            try tx.save(Record(id: id, fields: fields).withoutNulls, into: collection)
+            if absent {
+                try tx.insert(Record(id: id, fields: fields).withoutNulls, into: collection)
+            } else {
+                try tx.save(Record(id: id, fields: fields).withoutNulls, into: collection)
+            }
         } else {
             try tx.delete(id, from: collection)
         }
@@ -112,7 +127,7 @@ enum SyncLocal {
         if pending.isEmpty {
             let local = try tx.get(id, from: collection)
             let changed = stateHash(id, local?.fields) != serverHash
-            if changed { try writeLocal(tx, collection, id, server) }
+            if changed { try writeLocal(tx, collection, id, server, absent: local == nil) }
             try settle()
             if !changed { return .unchanged }
             return server == nil ? .deleted : .applied
