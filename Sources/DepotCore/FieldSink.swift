@@ -59,8 +59,10 @@ public final class DictionaryFieldSink: FieldSink {
 /// ``FieldValue/maximumDepth``. A model sends the same names in the same order every time,
 /// so the names of the first record are remembered and later records compare each name
 /// with one string comparison instead of validating it again. When a write observer wants
-/// the fields, the base class also keeps a copy of them. ``set(_:forField:)`` is final, so
-/// a driver's sink never sees a field that was not checked.
+/// the fields, the base class also keeps a copy of them. ``set(_:forField:)`` is final and
+/// the store starts every record it encodes into the sink, so a driver's sink never sees a
+/// field of a store's write that was not checked (a sink no record was started on passes
+/// fields through: only the store's closure encodes into a driver's sink).
 ///
 /// Checking in the driver's own object rather than in a wrapper around it spares a retain
 /// and a release of the wrapped sink per field (Docs/Architecture.md, "One gateway").

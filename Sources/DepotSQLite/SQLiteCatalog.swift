@@ -23,7 +23,7 @@ enum SQLiteLayout {
     static let tagColumn = "_depot_t"
     /// The layout version this driver writes and reads: 2 since integer-id tables are created
     /// without `AUTOINCREMENT` and keep their id mark in ``idMarksTable`` (Docs/SQLiteDriver.md,
-    /// "Layout"). A store of layout 1 is read as it is and moves to 2 when it gets such a table.
+    /// "On-disk layout"). A store of layout 1 is read as it is and moves to 2 when it gets such a table.
     static let format: Int64 = 2
     /// One row per integer-id table that has lost its largest id: `(tbl, mark)`, the largest
     /// id deleted while it was the table's largest. Triggers on the table keep it.

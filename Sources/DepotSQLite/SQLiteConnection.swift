@@ -235,7 +235,8 @@ final class SQLiteConnection {
     /// Runs a statement whose every parameter `bindAll` sets, so the bindings of its last
     /// use need no clearing first. `bindAll` returns `true` when it bound text or bytes:
     /// those are cleared after the run, so the cached statement does not keep them.
-    /// (`sqlite3_clear_bindings` on every run was 8% of a ten-integer insert.)
+    /// (`sqlite3_clear_bindings` on every run cost 0.04 µs of the 0.47 µs SQLite spends on
+    /// a ten-integer insert, measured with the C API.)
     @discardableResult
     func run(_ sql: String, bindingAll bindAll: (Statement) throws -> Bool) throws -> Int {
         let statement = try self.statement(sql)
