@@ -128,7 +128,7 @@ import Testing
         }
         #expect(nested == [1, "other", 2.5])
         // A column added later (a new table layout): reads see it.
-        try await driver.write { tx in try tx.save(Record(id: 1, fields: ["a": 1, "new": "n"]), into: self.items) }
+        _ = try await driver.write { tx in try tx.save(Record(id: 1, fields: ["a": 1, "new": "n"]), into: self.items) }
         #expect(try await Self.fields(driver, 1, items, ["a", "b", "c", "new"]) == ["a": 1, "new": "n"])
         try await driver.close()
     }
