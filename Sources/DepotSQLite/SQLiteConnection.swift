@@ -33,9 +33,6 @@ final class SQLiteConnection {
     /// collection mostly carry the same tags, so ``SQLiteTransaction/decodeTags(_:)`` parses
     /// a text once and compares the next rows' bytes with it.
     var lastTags: (text: [UInt8], tags: [String: UInt8])?
-    /// The catalog this connection's last transaction used: the next one at the same
-    /// generation takes it without the driver's lock.
-    var catalog: Catalog?
     private var cache: [String: OpaquePointer] = [:]
     /// The last few statements used, most recent first, checked before `cache`: comparing a
     /// statement's SQL with `==` is immediate when it is the same string (a collection's

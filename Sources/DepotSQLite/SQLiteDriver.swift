@@ -239,18 +239,12 @@ public final class SQLiteDriver: StorageDriver {
     }
 
     /// The catalog at `generation`, read by the connection's current transaction.
-    /// The connection's own copy is tried first (no lock), then the driver's shared one.
     private func catalog(for connection: SQLiteConnection, generation: Int64) throws -> Catalog {
-        if let own = connection.catalog, own.generation == generation { return own }
-        if let cached = cachedCatalog.withLock({ $0 }), cached.generation == generation {
-            connection.catalog = cached
-            return cached
-        }
+        if let cached = cachedCatalog.withLock({ $0 }), cached.generation == generation { return cached }
         let loaded = try Catalog.load(connection, generation: generation)
         cachedCatalog.withLock { current in
             if (current?.generation ?? Int64.min) < generation { current = loaded }
         }
-        connection.catalog = loaded
         return loaded
     }
 
@@ -381,7 +375,6 @@ public final class SQLiteDriver: StorageDriver {
             cachedCatalog.withLock { current in
                 if (current?.generation ?? Int64.min) < catalog.generation { current = catalog }
             }
-            connection.catalog = catalog
         }
         if connection.walPages >= checkpointPages {
             if inline {
