@@ -458,7 +458,7 @@ final class SQLiteTransaction: WriteTransaction {
             outcome = try exists(idValue, meta) ? .updated : .inserted
         }
         let idFirst = outcome == .inserted
-        try mappingWriteErrors(meta, id: id) {
+        _ = try mappingWriteErrors(meta, id: id) {
             try connection.run(idFirst ? meta.insertSQL : meta.updateSQL, bindingAll: { try sink.bind($0, id: idValue, idFirst: idFirst) })
         }
         return outcome
