@@ -499,13 +499,7 @@ enum BinaryCodec {
     /// order) is decoded into a copy of the layout's template, and the names of a record that
     /// matches none are offered to the cache to learn. The result is the same either way.
     static func decodeFields(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, layouts: FieldLayoutCache? = nil) throws(RecordProblem) -> [String: FieldValue] {
-        guard value.count >= 6 else { throw .malformed }
-        guard value[0] == recordVersion else { throw .version }
-        var stored: UInt32 = 0
-        withUnsafeMutableBytes(of: &stored) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: value[1..<5])) }
-        var crc = CRC32.update(0, key)
-        crc = CRC32.update(crc, UnsafeRawBufferPointer(rebasing: value[5...]))
-        guard crc == UInt32(littleEndian: stored) else { throw .checksum }
+        try verify(key: key, value: value)
         do {
             var r = ByteReader(value, from: 5)
             let n = try r.varint()
@@ -533,6 +527,57 @@ enum BinaryCodec {
         } catch {
             throw .malformed
         }
+    }
+
+    /// Checks a stored record's version and checksum (the bytes after them are the fields).
+    private static func verify(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws(RecordProblem) {
+        guard value.count >= 6 else { throw .malformed }
+        guard value[0] == recordVersion else { throw .version }
+        var stored: UInt32 = 0
+        withUnsafeMutableBytes(of: &stored) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: value[1..<5])) }
+        var crc = CRC32.update(0, key)
+        crc = CRC32.update(crc, UnsafeRawBufferPointer(rebasing: value[5...]))
+        guard crc == UInt32(littleEndian: stored) else { throw .checksum }
+    }
+
+    /// Decodes a record's field values by the positions of the known layout its names match
+    /// (in any order), verifying version and checksum first: `values[i]` is the value of the
+    /// layout's field `i`. `nil` when no layout of `layouts` matches; ``decodeFields(key:value:layouts:)``
+    /// then reads the record (and learns its layout). No name becomes a `String` and no
+    /// dictionary is built: what a model read through ``GDBMFieldSource`` needs.
+    static func decodeFieldValues(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, layouts: FieldLayoutCache, into values: inout [FieldValue]) throws(RecordProblem) -> FieldLayout? {
+        try verify(key: key, value: value)
+        do {
+            var r = ByteReader(value, from: 5)
+            let n = try r.varint()
+            guard n <= r.remaining else { throw ByteReader.Malformed() }
+            guard n >= 2, n <= FieldLayoutCache.maximumFields else { return nil }
+            let fieldsStart = r.position
+            for layout in layouts.current() where layout.count == n {
+                if try decodeValues(&r, as: layout, into: &values) { return layout }
+                r.position = fieldsStart
+            }
+            return nil
+        } catch {
+            throw .malformed
+        }
+    }
+
+    /// ``decode(_:as:)`` into `values` by layout position; `false` when a name is not the
+    /// layout's or repeats.
+    private static func decodeValues(_ r: inout ByteReader, as layout: FieldLayout, into values: inout [FieldValue]) throws -> Bool {
+        if values.count != layout.count { values = [FieldValue](repeating: .null, count: layout.count) }
+        var seen: UInt64 = 0
+        for i in 0..<layout.count {
+            let name = try r.slice(try r.varint())
+            guard let j = layout.position(of: name, prefix: FieldLayout.prefix(name), hint: i) else { return false }
+            let bit: UInt64 = 1 << UInt64(j)
+            guard seen & bit == 0 else { return false }
+            seen |= bit
+            values[j] = try readValue(&r)
+        }
+        guard r.isAtEnd else { throw ByteReader.Malformed() }
+        return true
     }
 
     /// The fields of a record whose names are exactly `layout`'s, in any order, read from `r`

@@ -12,6 +12,8 @@ import Foundation
 /// bytes only for longer names).
 /// ``template`` and ``indices`` are a ``FieldTemplate``.
 final class FieldLayout: Sendable {
+    /// The names, field `i` at `names[i]`.
+    let names: [String]
     /// The names' UTF-8 bytes, one after the other; field `i`'s are at `ranges[i]`.
     let nameBytes: [UInt8]
     let ranges: [Range<Int>]
@@ -25,6 +27,9 @@ final class FieldLayout: Sendable {
     let template: [String: FieldValue]
     /// The index of field `i`'s name in ``template``.
     let indices: [Dictionary<String, FieldValue>.Index]
+
+    /// A layout of no names, which no record matches: a placeholder.
+    static let empty = FieldLayout(names: [])!
 
     /// A layout of `names` (at most 255); `nil` when a name repeats.
     init?(names: [String]) {
@@ -49,6 +54,7 @@ final class FieldLayout: Sendable {
             while table[slot] != 0 { slot = (slot + 1) & mask }
             table[slot] = UInt8(i + 1)
         }
+        self.names = names
         self.table = table
         self.tableShift = 64 - bits
         self.nameBytes = bytes
@@ -73,7 +79,7 @@ final class FieldLayout: Sendable {
 
     /// The position of the name `bytes` (whose ``prefix(_:)`` is `prefix`), trying `hint`
     /// first; `nil` when the layout has no such name.
-    func position(of bytes: UnsafeRawBufferPointer, prefix: UInt64, hint: Int) -> Int? {
+    @inline(__always) func position(of bytes: UnsafeRawBufferPointer, prefix: UInt64, hint: Int) -> Int? {
         if hint < count, matches(hint, bytes, prefix) { return hint }
         let mask = table.count - 1
         var slot = FieldLayout.slot(prefix, bytes.count, shift: tableShift)

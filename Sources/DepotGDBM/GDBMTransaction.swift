@@ -625,6 +625,46 @@ final class GDBMTransaction: WriteTransaction {
         return try loadRecord(collection, key: BinaryCodec.key(for: id), id: id)
     }
 
+    /// The record with `id` read through a ``GDBMFieldSource``: a model read decodes the
+    /// stored values by position and builds no ``Record``.
+    func withFields<T>(of id: RecordID, from collection: CollectionName, _ body: (any FieldSource) throws -> T) throws -> T? {
+        try checkValid()
+        guard catalog[collection] != nil else { return nil }
+        let key = BinaryCodec.key(for: id)
+        let file = FileID.records(collection)
+        let source: GDBMFieldSource
+        if let kept = fieldSource, !kept.inUse {
+            source = kept
+        } else {
+            source = GDBMFieldSource()
+            if fieldSource == nil { fieldSource = source }
+        }
+        let layouts = engine.fieldLayouts
+        func load(_ value: UnsafeRawBufferPointer) throws {
+            do {
+                try key.withUnsafeBytes { k in try source.load(id: id, key: k, value: value, layouts: layouts) }
+            } catch let problem as BinaryCodec.RecordProblem {
+                throw GDBMErrors.badRecord(problem, collection: collection.rawValue, id: id)
+            }
+        }
+        switch find(file, key) {
+        case .value(let value):
+            try value.withUnsafeBytes { try load($0) }
+        case .absent:
+            return nil
+        case .inFile:
+            try spend()
+            guard let committed = try committedFile(file), try committed.fetch(key, { try load($0) }) != nil else { return nil }
+            if writable { lastFoundInFile = (collection, key) }
+        }
+        source.inUse = true
+        defer { source.inUse = false }
+        return try body(source)
+    }
+
+    /// The source ``withFields(of:from:_:)`` reuses from one read to the next.
+    private var fieldSource: GDBMFieldSource?
+
     func forEach(_ query: Query, in collection: CollectionName, _ body: (Record) throws -> Bool) throws {
         try checkValid()
         try query.validate()

@@ -121,6 +121,48 @@ import Testing
         try await driver.close()
     }
 
+    @Test func fieldsReadInPlaceSeeTheTransactionsOwnWritesAndNest() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let items = try CollectionName("items")
+        let driver = try await Self.open(dir)
+        @Sendable func fields(_ source: any FieldSource) throws -> [String: FieldValue] {
+            var out: [String: FieldValue] = [:]
+            for name in try source.fieldNames() { out[name] = try source.value(forField: name) }
+            return out
+        }
+        let first = ["x": FieldValue.int(1), "y": .string("one")]
+        let second = ["x": FieldValue.int(2), "y": .string("two")]
+        try await driver.write { tx in
+            try tx.insert(Record(id: 1, fields: first), into: items)
+            try tx.insert(Record(id: 2, fields: second), into: items)
+        }
+        // Twice, so the second pass reads through the layout the first one taught.
+        for _ in 0..<2 {
+            let (outer, inner, outerAgain) = try #require(try await driver.read { tx in
+                try tx.withFields(of: 1, from: items) { source in
+                    // A read inside another's body gets its own source; the outer one is intact.
+                    let inner = try tx.withFields(of: 2, from: items) { try fields($0) }
+                    return (try fields(source), inner, try source.value(forField: "y"))
+                }
+            })
+            #expect(outer == first)
+            #expect(inner == second)
+            #expect(outerAgain == .string("one"))
+        }
+        // A write transaction reads its own uncommitted changes through the same path.
+        let seen = try await driver.write { tx in
+            try tx.update(Record(id: 1, fields: ["x": .int(10), "y": .string("ten")]), in: items)
+            let updated = try tx.withFields(of: 1, from: items) { try fields($0) }
+            _ = try tx.delete(2, from: items)
+            let deleted = try tx.withFields(of: 2, from: items) { try fields($0) }
+            return (updated, deleted)
+        }
+        #expect(seen.0 == ["x": .int(10), "y": .string("ten")])
+        #expect(seen.1 == nil)
+        try await driver.close()
+    }
+
     @Test func thrownErrorRollsBackEverything() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -605,5 +647,52 @@ extension GDBMDriverTests {
         let trailing = Self.recordBytes(key: key, [("a", .int(1)), ("b", .int(2)), ("c", .int(3))], trailing: [0])
         #expect(throws: BinaryCodec.RecordProblem.malformed) { try Self.decode(key, trailing, nil) }
         #expect(throws: BinaryCodec.RecordProblem.malformed) { try Self.decode(key, trailing, cache) }
+    }
+
+    /// Every field a source offers, asked for in `order`, with names it lacks asked between.
+    static func read(_ source: GDBMFieldSource, _ order: [String]) -> [String: FieldValue] {
+        var out: [String: FieldValue] = [:]
+        for name in order {
+            #expect(source.value(forField: name + "-absent") == nil)
+            if let value = source.value(forField: name) { out[name] = value }
+        }
+        return out
+    }
+
+    @Test func aFieldSourceOffersWhatTheRecordDecoderReturns() throws {
+        let key = BinaryCodec.key(for: .int(3))
+        let cache = FieldLayoutCache()
+        let source = GDBMFieldSource()
+        let long = "a field name longer than eight bytes"
+        let shapes: [[String]] = [
+            (0..<10).map { "field\($0)" }, ["a", "b"], ["b", "a"], [long, long + "!", "é", "x"], ["a", "c"],
+            (0..<65).map { "f\($0)" },  // past the layout limit: always the dictionary
+        ]
+        var n: Int64 = 0
+        for round in 0..<3 {
+            for names in shapes {
+                let ordered = round == 1 ? names.reversed() : names.shuffled()
+                let pairs = ordered.map { name -> (String, FieldValue) in
+                    n += 1
+                    return (name, n % 2 == 0 ? .string("v\(n)") : .int(n))
+                }
+                let bytes = Self.recordBytes(key: key, pairs)
+                let expected = Dictionary(uniqueKeysWithValues: pairs)
+                try key.withUnsafeBytes { k in try bytes.withUnsafeBytes { v in try source.load(id: .int(3), key: k, value: v, layouts: cache) } }
+                // Asked for in the stored order, another order, and with a name asked twice.
+                #expect(Self.read(source, ordered) == expected)
+                #expect(Self.read(source, names.shuffled()) == expected)
+                #expect(Set(source.fieldNames()) == Set(names))
+                #expect(source.recordID == .int(3))
+            }
+        }
+        // Every shape within the limit was learned on its first read and served by position after.
+        #expect(cache.current().map(\.count).sorted() == [2, 2, 4, 10])
+        // A damaged record is refused whether or not its layout is known.
+        var damaged = Self.recordBytes(key: key, [("a", .int(1)), ("b", .int(2))])
+        damaged[damaged.count - 1] ^= 1
+        #expect(throws: BinaryCodec.RecordProblem.checksum) {
+            try key.withUnsafeBytes { k in try damaged.withUnsafeBytes { v in try source.load(id: .int(3), key: k, value: v, layouts: cache) } }
+        }
     }
 }
