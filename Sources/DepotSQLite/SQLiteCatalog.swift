@@ -3,13 +3,17 @@ import Foundation
 
 /// Quotes a SQL identifier: wraps it in double quotes and doubles embedded quotes.
 func quoteIdentifier(_ name: String) -> String {
-    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    // The usual name has no quote: no Foundation search-and-replace (a query's translation
+    // quotes each field it names).
+    guard name.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + name + "\"" }
+    return "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
 }
 
 /// Quotes a SQL string literal (used only for identifier-derived constants in DDL, such as
 /// the tag patterns of expression indexes; record values are always bound).
 func quoteLiteral(_ text: String) -> String {
-    "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+    guard text.utf8.contains(UInt8(ascii: "'")) else { return "'" + text + "'" }
+    return "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
 }
 
 /// Names of the driver's own tables and columns.

@@ -325,11 +325,14 @@ struct PushSuccess: Sendable {
             state.etag = etag
             let serverFields = returned?.fields ?? entry.fields
             state.base = SyncLocal.stateHash(id, serverFields)
-            if !replayed, let serverFields, try SyncLocal.pendingEntries(tx, name, id).isEmpty {
-                let local = try tx.get(id, from: collection)
-                if local != nil, SyncLocal.stateHash(id, local?.fields) != state.base {
-                    try SyncLocal.writeLocal(tx, collection, id, serverFields)
-                }
+            // The local record is compared first: when it already is the server's state (the
+            // usual answer echoes what was sent) the outbox is not searched for later edits.
+            // Equal fields have equal hashes: the hash is computed only when they differ.
+            if !replayed, let serverFields, let local = try tx.get(id, from: collection),
+               local.fields != serverFields.filter({ !$0.value.isNull }),
+               SyncLocal.stateHash(id, local.fields) != state.base,
+               try SyncLocal.pendingEntries(tx, name, id).isEmpty {
+                try SyncLocal.writeLocal(tx, collection, id, serverFields)
             }
         }
         try state.store(tx)
