@@ -26,6 +26,8 @@ let package = Package(
         // The PostgreSQL driver (Docs/PostgresDriver.md): its own product so that the embedded
         // drivers never pull in NIO and postgres-nio.
         .library(name: "DepotPostgres", targets: ["DepotPostgres"]),
+        // A sync transport over SwiftNIO for plain-HTTP servers (Docs/Sync.md, "Transports").
+        .library(name: "DepotHTTPClient", targets: ["DepotHTTPClient"]),
     ],
     traits: [
         // The PostgreSQL driver inside `depot` (Docs/CLI.md, "Builds"): on by default; the
@@ -63,7 +65,7 @@ let package = Package(
         .executableTarget(
             name: "DepotCLI",
             dependencies: [
-                "Depot", "DepotCLIParsers", "DepotServer", "DepotBench", "DepotConformance",
+                "Depot", "DepotCLIParsers", "DepotServer", "DepotBench", "DepotConformance", "DepotHTTPClient",
                 .target(name: "DepotPostgres", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["PostgreSQL"])),
@@ -119,13 +121,27 @@ let package = Package(
             swiftSettings: settings
         ),
         .target(name: "DepotSync", dependencies: ["DepotCore", "DepotWire"], swiftSettings: settings),
+        // A sync transport over SwiftNIO for plain-HTTP servers (Docs/Sync.md, "Transports"): not in
+        // the `Depot` umbrella, so apps that sync over URLSession do not build NIO.
+        .target(
+            name: "DepotHTTPClient",
+            dependencies: [
+                "DepotCore", "DepotSync",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            swiftSettings: settings
+        ),
         .testTarget(name: "DepotServerTests", dependencies: ["DepotServer", "DepotWire", "DepotMemory"], swiftSettings: settings),
         .testTarget(
             name: "DepotSyncTests",
             // DepotConformance (ChildProcess, the helper's path) and DepotSQLite (the kill test
             // reads the clients' store files) for SyncKillTests; DepotModel for the @Model types of the
-            // remote-resource tests (Docs/Remote.md).
-            dependencies: ["DepotSync", "DepotServer", "DepotWire", "DepotMemory", "DepotConformance", "DepotSQLite", "DepotGDBM", "DepotModel"],
+            // remote-resource tests (Docs/Remote.md); DepotHTTPClient, whose transport the sync
+            // tests also run over.
+            dependencies: ["DepotSync", "DepotServer", "DepotWire", "DepotMemory", "DepotConformance", "DepotSQLite", "DepotGDBM", "DepotModel", "DepotHTTPClient"],
             swiftSettings: settings
         ),
         // Commits transactions until killed; the crash tests of every driver run it.

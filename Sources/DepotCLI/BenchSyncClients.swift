@@ -16,7 +16,7 @@ import Darwin
 ///
 /// Per round: a `depot serve` process of its own (so its peak RSS is the server's alone) over
 /// a SQLite store holding `shared` records; N clients (tasks of this process, each with its
-/// own SQLite store, coordinator and URLSession) pull them, edit offline (each inserts
+/// own SQLite store, coordinator and transport) pull them, edit offline (each inserts
 /// `entries` records of its own and updates `entries / 10` shared ones, which conflict with
 /// other clients' updates), push all at once, then pull all at once. Then the checks: the
 /// server holds exactly the shared records and every client's inserts (0 lost, 0
@@ -31,6 +31,8 @@ struct ManyClientsScenario {
     var durability: String
     var directory: String
     var executable: String
+    /// The clients' transport: `nio` or `urlsession` (``BenchSyncCommand/transport(_:timeout:)``).
+    var transport = "nio"
 
     /// What one round measured.
     struct Round {
@@ -120,7 +122,7 @@ struct ManyClientsScenario {
             for k in 0..<clients {
                 let store = try await Store.open(clientString(dir, k))
                 stores.append(store)
-                let sync = SyncCoordinator(store: store, transport: URLSessionTransport(timeout: 60), pushBatchSize: batchSize)
+                let sync = SyncCoordinator(store: store, transport: BenchSyncCommand.transport(transport, timeout: 60), pushBatchSize: batchSize)
                 var endpoint = SyncEndpoint(baseURL: base, path: "/" + notes.rawValue)
                 endpoint.pageSize = pageSize
                 try await sync.attach(notes, to: endpoint)

@@ -2,7 +2,9 @@ import ArgumentParser
 import Depot
 import DepotCLIParsers
 import DepotCore
+import DepotHTTPClient
 import DepotServer
+import DepotSync
 import Foundation
 
 /// `depot bench-sync`: the sync benchmark of Docs/Sync.md — a pull of N records from a
@@ -10,13 +12,13 @@ import Foundation
 ///
 /// Everything runs in this process: a DepotServer on 127.0.0.1 (an ephemeral port) over a
 /// temporary SQLite store, and for each round a fresh temporary SQLite store on the client
-/// side with a ``SyncCoordinator`` over the default URLSession transport. The temporary
-/// directory is removed at the end.
+/// side with a ``SyncCoordinator`` over the transport `--transport` names (NIO or URLSession).
+/// The temporary directory is removed at the end.
 struct BenchSyncCommand: DepotSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "bench-sync",
         abstract: "Benchmark sync over loopback: pull N records from a DepotServer, push M outbox entries.",
-        usage: "depot bench-sync [--records N] [--entries N] [--page-size N] [--batch-size N] [--push-fields N] [--pull-fields N] [--rounds N] [--durability full|normal] [--clients N --shared N]",
+        usage: "depot bench-sync [--records N] [--entries N] [--page-size N] [--batch-size N] [--push-fields N] [--pull-fields N] [--rounds N] [--durability full|normal] [--transport nio|urlsession] [--clients N --shared N]",
         discussion: """
             Starts a DepotServer on 127.0.0.1 (ephemeral port) over a temporary SQLite store \
             holding --records records, then per round: pulls them all into a new SQLite store \
@@ -60,11 +62,17 @@ struct BenchSyncCommand: DepotSubcommand {
     @Option(help: ArgumentHelp("full or normal, for the server's and the clients' SQLite stores.", valueName: "full|normal"))
     var durability = "normal"
 
+    @Option(help: ArgumentHelp("The clients' HTTP transport: nio (NIOHTTPTransport, what depot sync uses for http://) or urlsession (URLSessionTransport, the library's default).", valueName: "nio|urlsession"))
+    var transport = "nio"
+
     @OptionGroup var global: GlobalOptions
 
     func execute(_ context: CommandContext) async throws -> Int32 {
         guard durability == "full" || durability == "normal" else {
             throw CLIFailure.usage("--durability must be full or normal", "write --durability full or --durability normal")
+        }
+        guard transport == "nio" || transport == "urlsession" else {
+            throw CLIFailure.usage("--transport must be nio or urlsession", "write --transport nio or --transport urlsession")
         }
         guard records >= 1, entries >= 1, rounds >= 1, batchSize >= 1, (1...10_000).contains(pageSize), (2...20).contains(pushFields), (4...20).contains(pullFields) else {
             throw CLIFailure.usage(
@@ -103,7 +111,7 @@ struct BenchSyncCommand: DepotSubcommand {
             try? await serverStore.close()
             throw error
         }
-        let transport = CountingTransport()
+        let transport = CountingTransport(inner: Self.transport(transport, timeout: 30))
         var pulls: [Double] = [], pushes: [Double] = []
         var pullRequests = 0, pushRequests = 0
         do {
@@ -173,7 +181,7 @@ struct BenchSyncCommand: DepotSubcommand {
         await server.stop()
         try await serverStore.close()
 
-        Console.print("depot bench-sync: DepotServer on 127.0.0.1 (loopback, in-process), URLSession transport, SQLite stores on both sides")
+        Console.print("depot bench-sync: DepotServer on 127.0.0.1 (loopback, in-process), \(self.transport == "nio" ? "NIO" : "URLSession") transport, SQLite stores on both sides")
         Console.print("settings: records=\(records) entries=\(entries) pageSize=\(pageSize) batchSize=\(batchSize) pushFields=\(pushFields) durability=\(durability) rounds=\(rounds) pullFields=\(pullFields)")
         Console.print("pull: \(Int(Self.median(pulls))) records/s (median; rounds: \(pulls.map { String(Int($0)) }.joined(separator: ", "))), \(pullRequests) requests per pull (listing pages + change feed)")
         Console.print("push: \(Int(Self.median(pushes))) entries/s (median; rounds: \(pushes.map { String(Int($0)) }.joined(separator: ", "))), \(pushRequests) requests per push (\(batchSize == 1 ? "one request per entry" : "batches of up to \(batchSize) entries, and one GET /_batch"))")
@@ -186,7 +194,7 @@ struct BenchSyncCommand: DepotSubcommand {
         guard let executable = Bundle.main.executablePath else {
             throw CLIFailure.failed("cannot find this program's path to start 'depot serve'", "run depot by its path")
         }
-        let scenario = ManyClientsScenario(clients: clients, shared: shared, entries: entries, batchSize: batchSize, pageSize: pageSize, durability: durability, directory: directory, executable: executable)
+        let scenario = ManyClientsScenario(clients: clients, shared: shared, entries: entries, batchSize: batchSize, pageSize: pageSize, durability: durability, directory: directory, executable: executable, transport: transport)
         var rounds: [ManyClientsScenario.Round] = []
         for round in 1...self.rounds {
             let measured = try await scenario.run(round: round)
@@ -198,7 +206,7 @@ struct BenchSyncCommand: DepotSubcommand {
         let pushRates = rounds.map { Double($0.pushed) / $0.pushSeconds }
         let pullRates = rounds.map { Double($0.pulled) / $0.pullSeconds }
         let firstRates = rounds.map { Double(clients * shared) / $0.initialPullSeconds }
-        Console.print("depot bench-sync --clients \(clients): a 'depot serve' process on 127.0.0.1 over SQLite; \(clients) clients (tasks of this process, one SQLite store and URLSession each)")
+        Console.print("depot bench-sync --clients \(clients): a 'depot serve' process on 127.0.0.1 over SQLite; \(clients) clients (tasks of this process, one SQLite store and \(transport == "nio" ? "NIO" : "URLSession") transport each)")
         Console.print("settings: clients=\(clients) shared=\(shared) entries=\(entries) (per client; plus \(entries / 10) updates of shared records) pageSize=\(pageSize) batchSize=\(batchSize) durability=\(durability) rounds=\(self.rounds)")
         Console.print("first pull: \(Int(Self.median(firstRates))) records/s over all clients (median; \(clients) × \(shared) records)")
         Console.print("push: \(Int(Self.median(pushRates))) entries/s over all clients (median; rounds: \(pushRates.map { String(Int($0)) }.joined(separator: ", "))); entries pushed per round: \(rounds.map { String($0.pushed) }.joined(separator: ", ")); conflicts: \(rounds.map { String($0.conflicts) }.joined(separator: ", "))")
@@ -213,6 +221,11 @@ struct BenchSyncCommand: DepotSubcommand {
         return max(1e-9, Double(s) + Double(atto) / 1e18)
     }
 
+    /// The transport `name` (`nio` or `urlsession`) names.
+    static func transport(_ name: String, timeout: TimeInterval) -> any HTTPTransport {
+        name == "urlsession" ? URLSessionTransport(timeout: timeout) : NIOHTTPTransport(timeout: timeout)
+    }
+
     static func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()
         guard !sorted.isEmpty else { return 0 }
@@ -220,10 +233,12 @@ struct BenchSyncCommand: DepotSubcommand {
     }
 }
 
-/// The default URLSession transport, counting the requests it sends.
+/// A transport counting the requests it sends.
 final class CountingTransport: HTTPTransport {
-    let inner = URLSessionTransport(timeout: 30)
+    let inner: any HTTPTransport
     let count = Locked(0)
+
+    init(inner: any HTTPTransport) { self.inner = inner }
 
     var requests: Int { count.withLock { $0 } }
 
