@@ -33,13 +33,16 @@ public final class ChangeLogRecorder: StoreWriteObserver {
     /// under a new sequence number greater than every earlier one.
     static func append(_ tx: StoreWriteTransaction, collection: CollectionName, id: RecordID, op: String) throws {
         let key = RecordID.string(WireCollections.recordKey(collection.rawValue, id))
-        if let index = try tx.get(key, from: WireCollections.changeIndex), let old = index["seq"].intValue {
+        let index = try tx.get(key, from: WireCollections.changeIndex)
+        if let old = index?["seq"].intValue {
             try tx.delete(.int(old), from: WireCollections.changes)
         }
         let seq = try tx.insert(
             fields: ["collection": .string(collection.rawValue), "recordId": id.fieldValue, "op": .string(op), "at": .int(Retention.milliseconds(Date()))],
             into: WireCollections.changes
         )
-        try tx.save(Record(id: key, fields: ["seq": seq.fieldValue]), into: WireCollections.changeIndex)
+        // Whether the index entry exists was read above: no second lookup (a save's).
+        let entry = Record(id: key, fields: ["seq": seq.fieldValue])
+        if index == nil { try tx.insert(entry, into: WireCollections.changeIndex) } else { try tx.update(entry, in: WireCollections.changeIndex) }
     }
 }

@@ -68,6 +68,11 @@ struct RequestHandler: Sendable {
     func resolve(_ request: WireRequest, inBatch: Bool) async throws -> Resolved {
         var segments: [String] = []
         for raw in request.path.split(separator: "/", omittingEmptySubsequences: true) {
+            // A segment without `%` is its own decoding (no Foundation call per request).
+            if !raw.utf8.contains(UInt8(ascii: "%")) {
+                segments.append(String(raw))
+                continue
+            }
             guard let decoded = String(raw).removingPercentEncoding, !decoded.isEmpty else {
                 throw HTTPFailure.badRequest("The request path is not valid percent-encoded text.")
             }
