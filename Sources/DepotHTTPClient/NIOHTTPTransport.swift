@@ -60,16 +60,11 @@ public final class NIOHTTPTransport: HTTPTransport {
     /// Sends `request`, following redirects by ``RedirectRule``.
     /// - Throws: `.remote` when no answer came, `CancellationError`.
     public func send(_ request: HTTPRequestSpec) async throws -> HTTPAnswer {
-        var current = request
-        for _ in 0...maxRedirects {
-            guard current.url.scheme?.lowercased() == "http" else { return try await fallback.send(current) }
-            let answer = try await sendOnce(current)
-            guard let next = RedirectRule.follow(current, status: answer.status, location: answer.header("location"), allowInsecureHTTP: allowInsecureHTTP) else {
-                return answer
-            }
-            current = next
+        try await RedirectRule.send(request, maxRedirects: maxRedirects, allowInsecureHTTP: allowInsecureHTTP) { spec in
+            // Past a redirect to https the URLSession transport goes on, redirects included.
+            guard spec.url.scheme?.lowercased() == "http" else { return try await fallback.send(spec) }
+            return try await sendOnce(spec)
         }
-        throw DepotError(.remote, "Too many redirects for \(request.safeDescription).")
     }
 
     private func sendOnce(_ spec: HTTPRequestSpec) async throws -> HTTPAnswer {

@@ -103,6 +103,25 @@ public enum RedirectRule {
     }
 }
 
+extension RedirectRule {
+    /// Sends `request` through `sendOnce`, then each redirect ``follow(_:status:location:allowInsecureHTTP:)``
+    /// allows, at most `maxRedirects`: what a transport's `send` does around its single request.
+    /// - Throws: what `sendOnce` throws; `.remote` after too many redirects.
+    public static func send(
+        _ request: HTTPRequestSpec, maxRedirects: Int, allowInsecureHTTP: Bool, _ sendOnce: (HTTPRequestSpec) async throws -> HTTPAnswer
+    ) async throws -> HTTPAnswer {
+        var current = request
+        for _ in 0...maxRedirects {
+            let answer = try await sendOnce(current)
+            guard let next = follow(current, status: answer.status, location: answer.header("location"), allowInsecureHTTP: allowInsecureHTTP) else {
+                return answer
+            }
+            current = next
+        }
+        throw DepotError(.remote, "Too many redirects for \(request.safeDescription).")
+    }
+}
+
 /// The default transport: URLSession (FoundationNetworking on Linux), with redirects
 /// handled by ``RedirectRule`` so credentials never reach another host.
 public final class URLSessionTransport: HTTPTransport {
@@ -126,15 +145,7 @@ public final class URLSessionTransport: HTTPTransport {
     /// ``RedirectRule`` (credentials never follow to another host).
     /// - Throws: `.remote` when no answer came, `CancellationError`.
     public func send(_ request: HTTPRequestSpec) async throws -> HTTPAnswer {
-        var current = request
-        for _ in 0...maxRedirects {
-            let answer = try await sendOnce(current)
-            guard let next = RedirectRule.follow(current, status: answer.status, location: answer.header("location"), allowInsecureHTTP: allowInsecureHTTP) else {
-                return answer
-            }
-            current = next
-        }
-        throw DepotError(.remote, "Too many redirects for \(request.safeDescription).")
+        try await RedirectRule.send(request, maxRedirects: maxRedirects, allowInsecureHTTP: allowInsecureHTTP) { try await sendOnce($0) }
     }
 
     private func sendOnce(_ spec: HTTPRequestSpec) async throws -> HTTPAnswer {
