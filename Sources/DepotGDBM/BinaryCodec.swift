@@ -500,6 +500,12 @@ enum BinaryCodec {
     /// matches none are offered to the cache to learn. The result is the same either way.
     static func decodeFields(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, layouts: FieldLayoutCache? = nil) throws(RecordProblem) -> [String: FieldValue] {
         try verify(key: key, value: value)
+        return try decodeVerifiedFields(value, layouts: layouts)
+    }
+
+    /// ``decodeFields(key:value:layouts:)`` of a record whose version and checksum were
+    /// already verified (``decodeFieldValues(key:value:layouts:into:)`` found no layout).
+    static func decodeVerifiedFields(_ value: UnsafeRawBufferPointer, layouts: FieldLayoutCache?) throws(RecordProblem) -> [String: FieldValue] {
         do {
             var r = ByteReader(value, from: 5)
             let n = try r.varint()
@@ -542,8 +548,8 @@ enum BinaryCodec {
 
     /// Decodes a record's field values by the positions of the known layout its names match
     /// (in any order), verifying version and checksum first: `values[i]` is the value of the
-    /// layout's field `i`. `nil` when no layout of `layouts` matches; ``decodeFields(key:value:layouts:)``
-    /// then reads the record (and learns its layout). No name becomes a `String` and no
+    /// layout's field `i`. `nil` when no layout of `layouts` matches; ``decodeVerifiedFields(_:layouts:)``
+    /// then reads the record (and learns its layout) without checking it again. No name becomes a `String` and no
     /// dictionary is built: what a model read through ``GDBMFieldSource`` needs.
     static func decodeFieldValues(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, layouts: FieldLayoutCache, into values: inout [FieldValue]) throws(RecordProblem) -> FieldLayout? {
         try verify(key: key, value: value)

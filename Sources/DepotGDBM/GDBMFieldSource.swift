@@ -38,7 +38,7 @@ final class GDBMFieldSource: FieldSource {
             if !fields.isEmpty { fields = [:] }
         } else {
             layout = nil
-            fields = try BinaryCodec.decodeFields(key: key, value: value, layouts: layouts)
+            fields = try BinaryCodec.decodeVerifiedFields(value, layouts: layouts)
         }
     }
 
