@@ -86,7 +86,10 @@ package enum WhereParser {
 
     /// Parses every `--where` and joins them with AND (`.all` when there are none).
     package static func filter(_ texts: [String]) throws -> Filter {
-        try texts.reduce(Filter.all) { $0 && (try parse($1)) }
+        try texts.reduce(Filter.all) { filter, text in
+            let next = try parse(text)
+            return filter && next
+        }
     }
 
     /// Parses one `--sort FIELD[:asc|:desc]`.

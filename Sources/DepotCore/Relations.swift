@@ -355,8 +355,14 @@ enum Relations {
         // Chunked `in` queries pay only where the driver finds the keys through an index
         // (its plan names one); otherwise each chunk would scan the collection, and one
         // scan with a hash lookup per record does the work once.
-        let indexed = distinct.count <= scanThreshold
-            && !(try tx.explain(Query(filter: .isIn(field, Array(distinct.prefix(2)))), in: collection).indexesUsed.isEmpty)
+        // Not `a && (try b)`: a throw from inside the `&&` autoclosure released the captured
+        // transaction once too often (found by AddressSanitizer when a PostgreSQL `explain`
+        // threw), so the plan is asked in a statement of its own.
+        var indexed = false
+        if distinct.count <= scanThreshold {
+            let plan = try tx.explain(Query(filter: .isIn(field, Array(distinct.prefix(2)))), in: collection)
+            indexed = !plan.indexesUsed.isEmpty
+        }
         if !indexed {
             let filter: Filter = field == "id" ? .all : .isNotNull(field)
             try tx.forEach(Query(filter: filter), in: collection) { record in

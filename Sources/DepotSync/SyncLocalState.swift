@@ -203,7 +203,14 @@ enum SyncLocal {
         guard from != to else { return nil }
         let name = collection.rawValue
         var displaced: (RecordID, RecordID)?
-        if !(try RecordSyncState.load(tx, name, to).remote), try tx.get(to, from: collection) != nil || !(try pendingEntries(tx, name, to).isEmpty) {
+        // Written without `try` inside `||`: see Relations.fetch (a throw from an autoclosure
+        // over-released what it captured).
+        var occupied = false
+        if !(try RecordSyncState.load(tx, name, to).remote) {
+            occupied = try tx.get(to, from: collection) != nil
+            if !occupied { occupied = !(try pendingEntries(tx, name, to).isEmpty) }
+        }
+        if occupied {
             displaced = (to, try displace(tx, collection, to))
         }
         if let local = try tx.get(from, from: collection) {

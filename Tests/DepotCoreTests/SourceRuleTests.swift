@@ -7,13 +7,19 @@ import Testing
 /// ("Sanitizers"): `Synchronization.Mutex`, whose lock ThreadSanitizer does not see (one would
 /// bring back false race reports and fail `scripts/sanitize thread`; use `Locked`), and
 /// Foundation's whole-file reads `Data(contentsOf:)` and `FileManager.contents(atPath:)`,
-/// which leak 4 KB for every empty file they read on Linux (use `FileHandle.readToEnd()`).
+/// which leak 4 KB for every empty file they read on Linux (use `FileHandle.readToEnd()`);
+/// and `try` on the right of `&&` or `||`: a throw from inside the operator's autoclosure
+/// released a captured transaction once too often (a use after free that AddressSanitizer
+/// found in relation loading; compute the operand in a statement of its own).
 @Suite struct SourceRuleTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     @Test func noBannedCalls() throws {
         // Spelled in two parts so that this file does not match itself.
-        let banned = ["Mu" + "tex<", "Mu" + "tex(", "Data(contents" + "Of:", "contents(at" + "Path:"]
+        let banned = [
+            "Mu" + "tex<", "Mu" + "tex(", "Data(contents" + "Of:", "contents(at" + "Path:",
+            "&& " + "try ", "&& (" + "try ", "&& !(" + "try ", "|| " + "try ", "|| (" + "try ", "|| !(" + "try ",
+        ]
         var offenders: [String] = []
         var scanned = 0
         for folder in ["Sources", "Tests", "Examples"] {
