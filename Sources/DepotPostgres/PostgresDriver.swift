@@ -145,12 +145,21 @@ public final class PostgresDriver: StorageDriver {
     /// opened (for tests and `depot info`).
     public var serializationRetries: Int { retryCount.load(ordering: .relaxed) }
 
+    /// How many statements the driver's connections have sent since it opened, `BEGIN`,
+    /// `COMMIT` and preparations included: each is a round trip on its connection (for
+    /// tests; Docs/PostgresDriver.md, "Transactions").
+    var statementsSent: Int { pool.statementCount.current }
+
     // MARK: Transactions
 
     /// Runs `body` at REPEATABLE READ READ ONLY on a pooled connection, on this thread.
+    /// **The closure may run twice**: its first statement is sent on its own, without
+    /// `BEGIN` (a point read is then one round trip); when it asks for a second, that run
+    /// is abandoned and the closure runs again inside `BEGIN … COMMIT`. It may also run
+    /// again after a catalog change another process made.
     /// - Throws: what `body` throws, `.closed`, `.remote` when the connection is lost.
     public func readBlocking<T>(_ body: (any ReadTransaction) throws -> T) throws -> T {
-        try transaction(writable: false, attempts: settings.attempts) { tx in try body(tx) }
+        try transaction(writable: false, attempts: settings.attempts, deferBegin: true) { tx in try body(tx) }
     }
 
     /// Runs `body` at SERIALIZABLE on a pooled connection, on this thread, one writer at a
@@ -178,17 +187,20 @@ public final class PostgresDriver: StorageDriver {
     }
 
     /// The one transaction loop: begin, run, commit; roll back on a throw; run again after a
-    /// failure another run may not meet.
-    func transaction<T>(writable: Bool, attempts: Int, _ body: (PostgresTransaction) throws -> T) throws -> T {
+    /// failure another run may not meet. With `deferBegin`, a read first runs without
+    /// `BEGIN` and is run again inside one if it asks for a second statement
+    /// (``PostgresTransaction/deferredBegin``; Docs/PostgresDriver.md, "Transactions").
+    func transaction<T>(writable: Bool, attempts: Int, deferBegin: Bool = false, _ body: (PostgresTransaction) throws -> T) throws -> T {
         guard !closed.load(ordering: .acquiring) else { throw DepotError(.closed, "The PostgreSQL store is closed.") }
         // Blocking an event loop thread would deadlock the connections it serves.
         if MultiThreadedEventLoopGroup.currentEventLoop != nil {
             let executor = writable ? writer : readers
-            return try executor.runBlocking(nonEscaping: { try self.transaction(writable: writable, attempts: attempts, body) })
+            return try executor.runBlocking(nonEscaping: { try self.transaction(writable: writable, attempts: attempts, deferBegin: deferBegin, body) })
         }
         if writable { writeLock.lock() }
         defer { if writable { writeLock.unlock() } }
         var attempt = 1
+        var deferring = deferBegin && !writable
         while true {
             let session = try pool.acquire()
             let generation = catalogGeneration.load(ordering: .acquiring)
@@ -196,14 +208,17 @@ public final class PostgresDriver: StorageDriver {
                 session.retireAll()
                 session.catalogGeneration = generation
             }
-            session.begin(writable ? "BEGIN ISOLATION LEVEL SERIALIZABLE" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            let tx = PostgresTransaction(driver: self, session: session, writable: writable)
+            session.begin(deferring ? nil : writable ? "BEGIN ISOLATION LEVEL SERIALIZABLE" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            let tx = PostgresTransaction(driver: self, session: session, writable: writable, deferredBegin: deferring)
             let outcome: Result<T, any Error>
             do {
                 let value = try body(tx)
                 tx.isOpen = false
+                if tx.needsBegin { throw DepotError(.internal, "A read of more than one statement runs again inside BEGIN and COMMIT.") }
                 if let failure = tx.retryable { throw failure }
-                if writable {
+                if deferring {
+                    // Its one statement (if any) ran on its own: there is no transaction to end.
+                } else if writable {
                     try tx.notify(feed)
                     let commit = try session.run("COMMIT")
                     guard commit.metadata.command == "COMMIT" else {
@@ -226,6 +241,15 @@ public final class PostgresDriver: StorageDriver {
                 catalogGeneration.add(1, ordering: .releasing)
                 session.catalogGeneration = catalogGeneration.load(ordering: .acquiring)
             }
+            if tx.needsBegin, !tx.connectionLost {
+                // The closure asked for a second statement (whatever it then threw or caught):
+                // run it again inside a transaction. Nothing was begun, so nothing is rolled
+                // back. Not counted as an attempt.
+                session.discardPending()
+                pool.release(session)
+                deferring = false
+                continue
+            }
             switch outcome {
             case .success(let value):
                 pool.release(session)
@@ -237,7 +261,10 @@ public final class PostgresDriver: StorageDriver {
                 var broken = lost
                 if !lost {
                     session.discardPending()
-                    do { try session.run("ROLLBACK") } catch { broken = true }
+                    // Without BEGIN there is no transaction to roll back.
+                    if !deferring {
+                        do { try session.run("ROLLBACK") } catch { broken = true }
+                    }
                 }
                 pool.release(session, broken: broken)
                 let retryable = tx.retryable ?? depotError.flatMap { PostgresErrors.isRetryable($0) ? $0 : nil }
@@ -311,7 +338,7 @@ extension PostgresTransaction {
         var problems: [String] = []
         for name in try collectionNames() {
             let sql = SQLBuilder()
-            let result = try session.run(sql.query("SELECT to_regclass(\(sql.text(PostgresSQL.quote(schema) + "." + PostgresSQL.quote(name.rawValue)))) IS NOT NULL"))
+            let result = try run(sql.query("SELECT to_regclass(\(sql.text(PostgresSQL.quote(schema) + "." + PostgresSQL.quote(name.rawValue)))) IS NOT NULL"))
             if let row = result.rows.first, try row.decode(Bool.self) == false { problems.append("collection \(name) has no table") }
         }
         return problems

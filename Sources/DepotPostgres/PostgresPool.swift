@@ -6,6 +6,15 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import PostgresNIO
+import Synchronization
+
+/// How many statements a pool's connections have sent (each a round trip on its
+/// connection, since postgres-nio runs one at a time), preparations included; for tests.
+final class StatementCount: Sendable {
+    private let value = Atomic<Int>(0)
+    func add() { value.add(1, ordering: .relaxed) }
+    var current: Int { value.load(ordering: .relaxed) }
+}
 
 /// One server connection used by one transaction at a time, from a thread that may block
 /// (never an event loop, never the cooperative pool): every call waits for its future.
@@ -31,9 +40,13 @@ final class PGSession: @unchecked Sendable {
     /// closed to make room.
     static let statementLimit = 128
 
-    init(connection: PostgresConnection, logger: Logger) {
+    /// The pool's count of statements sent (``StatementCount``).
+    private let count: StatementCount
+
+    init(connection: PostgresConnection, logger: Logger, count: StatementCount) {
         self.connection = connection
         self.logger = logger
+        self.count = count
     }
 
     var isClosed: Bool { connection.isClosed }
@@ -43,6 +56,7 @@ final class PGSession: @unchecked Sendable {
 
     /// Sends a statement with values without waiting.
     func send(_ query: PostgresQuery) {
+        count.add()
         pending.append(connection.query(query, logger: logger).map { _ in })
     }
 
@@ -97,6 +111,7 @@ final class PGSession: @unchecked Sendable {
     /// statements in the order they are handed to it: an execution chained to the
     /// preparation's answer would be queued after whatever was sent meanwhile (a `COMMIT`).
     private func execute(_ statement: BoundStatement) throws -> EventLoopFuture<[PostgresRow]> {
+        count.add()
         guard statement.preparable else { return connection.query(statement.query, logger: logger).map(\.rows) }
         uses += 1
         if let entry = statements[statement.sql] {
@@ -109,6 +124,7 @@ final class PGSession: @unchecked Sendable {
             statements[oldest.key] = nil
             retired.append(oldest.value.query)
         }
+        count.add()
         let prepared = try wait(connection.prepare(query: statement.sql))
         statements[statement.sql] = (prepared, uses)
         return prepared.execute(statement.values)
@@ -126,18 +142,21 @@ final class PGSession: @unchecked Sendable {
         statements.removeAll()
     }
 
-    /// Sends the start of a transaction without waiting, after closing retired statements.
-    func begin(_ sql: String) {
+    /// Sends the start of a transaction without waiting, after closing retired statements;
+    /// `nil` closes them only (a read whose first statement runs on its own:
+    /// ``PostgresTransaction/deferredBegin``).
+    func begin(_ sql: String?) {
         if !retired.isEmpty {
             for query in retired { pending.append(query.deallocate()) }
             retired.removeAll()
         }
-        send(sql)
+        if let sql { send(sql) }
     }
 
     /// Runs a statement and waits for all its rows.
     /// - Throws: the driver's mapping of the server's error (``PostgresErrors``).
     func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
+        count.add()
         let future = connection.query(query, logger: logger)
         // The server answers in order: once this statement is answered, the statements
         // sent before it are too, so waiting for it first costs one wake-up, not one each.
@@ -212,6 +231,8 @@ final class PGPool: @unchecked Sendable {
     private var closed = false
     private var nextID = 1
     let logger: Logger
+    /// Statements sent by every connection of the pool (for tests).
+    let statementCount = StatementCount()
 
     init(settings: PostgresSettings) throws {
         self.settings = settings
@@ -268,7 +289,7 @@ final class PGPool: @unchecked Sendable {
             let connection = try PostgresConnection.connect(
                 on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: id, logger: logger
             ).wait()
-            return PGSession(connection: connection, logger: logger)
+            return PGSession(connection: connection, logger: logger, count: statementCount)
         } catch {
             condition.lock()
             open -= 1

@@ -24,13 +24,25 @@ final class PostgresTransaction: WriteTransaction {
     /// Set when the transaction created, altered or dropped a table.
     private(set) var changedCatalog = false
 
+    /// Set for a read transaction started without `BEGIN` (Docs/PostgresDriver.md,
+    /// "Transactions"): its first statement runs on its own, as one snapshot, which is all a
+    /// point read needs. A second statement is not sent: ``needsBegin`` is set and the
+    /// statement throws, and the driver runs the closure again inside `BEGIN … COMMIT`.
+    let deferredBegin: Bool
+    /// How many statements a ``deferredBegin`` transaction has sent (0 or 1).
+    private var statementsSent = 0
+    /// Set when a ``deferredBegin`` transaction asked for a second statement: whatever the
+    /// closure returned or threw is discarded, and it runs again in a real transaction.
+    private(set) var needsBegin = false
+
     private var schemaName: String { PostgresSQL.quote(driver.settings.schema) }
     private var catalog: String { schemaName + "." + PostgresSQL.quote(PostgresSQL.catalogTable) }
 
-    init(driver: PostgresDriver, session: PGSession, writable: Bool) {
+    init(driver: PostgresDriver, session: PGSession, writable: Bool, deferredBegin: Bool = false) {
         self.driver = driver
         self.session = session
         self.writable = writable
+        self.deferredBegin = deferredBegin && !writable
     }
 
     private func table(_ name: CollectionName) -> String { schemaName + "." + PostgresSQL.quote(name.rawValue) }
@@ -39,9 +51,23 @@ final class PostgresTransaction: WriteTransaction {
         guard isOpen else { throw DepotError(.closed, "The transaction has ended; use it only inside its closure.") }
     }
 
+    /// Lets a statement be sent: always in a transaction begun with `BEGIN`; in a
+    /// ``deferredBegin`` one only the first, as the statement's own snapshot.
+    /// - Throws: for a second statement of a ``deferredBegin`` transaction, after setting
+    ///   ``needsBegin`` (the closure's outcome is then discarded whatever it does).
+    private func admit() throws {
+        guard deferredBegin else { return }
+        guard statementsSent == 0, !needsBegin else {
+            needsBegin = true
+            throw DepotError(.internal, "A read of more than one statement runs again inside BEGIN and COMMIT.")
+        }
+        statementsSent = 1
+    }
+
     /// Runs a statement, noting failures that decide what happens to the transaction.
     @discardableResult
-    private func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
+    func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
+        try admit()
         do {
             return try session.run(query)
         } catch let error as DepotError {
@@ -57,6 +83,7 @@ final class PostgresTransaction: WriteTransaction {
     /// (``PGSession/runPrepared(_:)``), noting failures like ``run(_:)``.
     @discardableResult
     private func run(_ statement: BoundStatement) throws -> [PostgresRow] {
+        try admit()
         do {
             return try session.runPrepared(statement)
         } catch let error as DepotError {

@@ -1,0 +1,67 @@
+import DepotCore
+@testable import DepotPostgres
+import Foundation
+import Synchronization
+import Testing
+
+/// Round trips of a read (Docs/PostgresDriver.md, "Transactions"): a read's first statement
+/// is sent without `BEGIN`, so a point read is one statement on the wire; a read that asks
+/// for a second statement runs again inside `BEGIN … COMMIT`, so its statements still see
+/// one snapshot.
+@Suite struct PostgresRoundTripTests {
+    @Test func aPointReadIsOneStatementAndALongerReadOneSnapshot() async throws {
+        let settings = try PostgresTestServer.settings(for: "round-trips-\(UUID().uuidString)")
+        let reader = try await PostgresDriver(settings: settings), writer = try await PostgresDriver(settings: settings)
+        let items = try CollectionName("items")
+        try await writer.write { tx in
+            try tx.insert(Record(id: 1, fields: ["v": 0]), into: items)
+            try tx.insert(Record(id: 2, fields: ["v": 0]), into: items)
+        }
+        // The first read caches the catalog entry and prepares the statement.
+        _ = try await reader.read { tx in try tx.get(1, from: items) }
+        let before = reader.statementsSent
+        #expect(try await reader.read { tx in try tx.get(1, from: items) } == Record(id: 1, fields: ["v": 0]))
+        #expect(reader.statementsSent - before == 1)
+        // Two statements: the first run stops at the second; the run that counts sends
+        // BEGIN, both reads and COMMIT.
+        let beforePair = reader.statementsSent
+        let runs = Atomic<Int>(0)
+        let pair = try await reader.read { tx -> [Record?] in
+            let run = runs.add(1, ordering: .relaxed).newValue
+            let first = try tx.get(1, from: items)
+            if run == 1 {
+                // Another driver commits between the two statements of the first run.
+                try writer.writeBlocking { w in
+                    try w.update(Record(id: 1, fields: ["v": 1]), in: items)
+                    try w.update(Record(id: 2, fields: ["v": 1]), in: items)
+                }
+            }
+            return [first, try tx.get(2, from: items)]
+        }
+        #expect(runs.load(ordering: .relaxed) == 2)
+        #expect(pair == [Record(id: 1, fields: ["v": 1]), Record(id: 2, fields: ["v": 1])])
+        #expect(reader.statementsSent - beforePair == 5)
+        // A closure that catches the second statement's error and returns anyway: that value
+        // is discarded, and the run inside a transaction gives the answer.
+        let answer = try await reader.read { tx -> String in
+            _ = try tx.get(1, from: items)
+            do {
+                _ = try tx.get(2, from: items)
+                return "both read"
+            } catch {
+                return "second refused"
+            }
+        }
+        #expect(answer == "both read")
+        // Writes still begin at once: a failed write leaves nothing, as before.
+        await #expect(throws: DepotError.self) {
+            try await writer.write { tx in
+                try tx.update(Record(id: 1, fields: ["v": 2]), in: items)
+                throw DepotError(.invalidValue, "roll back")
+            }
+        }
+        #expect(try await reader.read { tx in try tx.get(1, from: items) } == Record(id: 1, fields: ["v": 1]))
+        try await reader.close()
+        try await writer.close()
+    }
+}
