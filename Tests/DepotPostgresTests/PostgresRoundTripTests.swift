@@ -64,4 +64,43 @@ import Testing
         try await reader.close()
         try await writer.close()
     }
+
+    /// A query of 3,000 records hands every one to the closure, in order; a closure that runs
+    /// another statement of the transaction while it is called gets its result; one that
+    /// stops early or throws leaves the connection in order for the next statement, and its
+    /// own error is what the caller sees.
+    @Test func aQueryClosureMayRunStatementsStopOrThrow() async throws {
+        let settings = try PostgresTestServer.settings(for: "streamed-rows-\(UUID().uuidString)")
+        let driver = try await PostgresDriver(settings: settings)
+        let items = try CollectionName("items")
+        try await driver.write { tx in
+            for i in 1...3_000 { try tx.insert(Record(id: .int(Int64(i)), fields: ["n": .int(Int64(i)), "pad": .string(String(repeating: "x", count: 200))]), into: items) }
+        }
+        let (ids, nested, afterStop) = try await driver.write { tx -> ([Int64], [Int64], Record?) in
+            var ids: [Int64] = []
+            var nested: [Int64] = []
+            try tx.forEach(Query(), in: items) { record in
+                if case .int(let id) = record.id { ids.append(id) }
+                // Another statement of the same transaction, from inside the query's closure.
+                if ids.count % 1_000 == 0, let other = try tx.get(.int(Int64(ids.count / 1_000)), from: items), case .int(let n) = other.id { nested.append(n) }
+                return true
+            }
+            var seen = 0
+            try tx.forEach(Query(), in: items) { _ in
+                seen += 1
+                return seen < 5
+            }
+            return (ids, nested, try tx.get(3_000, from: items))
+        }
+        #expect(ids == Array(1...3_000))
+        #expect(nested == [1, 2, 3])
+        #expect(afterStop?.fields["n"] == .int(3_000))
+        struct Stop: Error, Equatable {}
+        await #expect(throws: Stop.self) {
+            try await driver.read { tx in try tx.forEach(Query(), in: items) { record in if record.id == 10 { throw Stop() }; return true } }
+        }
+        #expect(try await driver.read { tx in try tx.count(.all, in: items) } == 3_000)
+        try await driver.close()
+    }
 }
+
