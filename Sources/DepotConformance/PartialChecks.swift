@@ -99,6 +99,33 @@ enum PartialChecks {
             let sorted = try await items.query(Query(sort: [SortKey("age")])).map(\.id)
             try expect.equal(sorted, Fixture.intIDs(3, 1, 4, 2), "age sorts null < bool < number < bytes")
         },
+        .driver("partialUpdate.keepsNumberForms") { driver, expect in
+            // Doubles, -0.0 and ints of equal value stay what they were written as, whichever
+            // fields a change touches (a driver that keeps number forms beside the values must
+            // drop and add them field by field).
+            let (_, items) = try await seeded(driver)
+            try await items.update(2, FieldChange(set: ["score": 1.5, "zero": .double(-0.0), "whole": 2.0]))
+            try expect.sameRecord(
+                try await items.get(2), Record(id: 2, fields: ["name": "Bob", "age": 2.5, "city": "Oslo", "score": 1.5, "zero": .double(-0.0), "whole": 2.0]),
+                "doubles set beside a double already there")
+            try await items.update(2, FieldChange(set: ["age": 3, "whole": 2], remove: ["score"]))
+            try expect.sameRecord(
+                try await items.get(2), Record(id: 2, fields: ["name": "Bob", "age": 3, "city": "Oslo", "zero": .double(-0.0), "whole": 2]),
+                "doubles turned into ints and one removed; -0.0 kept")
+            try await items.update(matching: .all, FieldChange(set: ["zero": 0, "ratio": 0.25]))
+            try expect.sameRecords(
+                try await stored(items),
+                people.map { person in
+                    var record = person
+                    if record.id == 2 { record.fields = ["name": "Bob", "age": 3, "city": "Oslo", "whole": 2] }
+                    record.fields["zero"] = 0
+                    record.fields["ratio"] = 0.25
+                    return record
+                },
+                "an int zero and a double set on every record")
+            try expect.equal(try await items.count(.equal("zero", 0)), 4, "the int 0 equals 0")
+            try expect.equal(try await items.count(.greater("ratio", 0.2)), 4, "the double compares as a number")
+        },
         .driver("partialUpdate.missingRecordAndCollection") { driver, expect in
             let (store, items) = try await seeded(driver)
             try expect.equal(try await items.update(99, FieldChange(set: ["a": 1])), false, "no record 99")

@@ -479,7 +479,6 @@ final class PostgresTransaction: WriteTransaction {
         let doublesBind = sql.optionalText(ValueKey.doublesText(forms))
         let doubles = PostgresSQL.quote(PostgresSQL.doublesColumn)
         let t = table(collection)
-        let unique = !meta.schema.uniqueConstraints.isEmpty
         // The table has the id, the doubles column and the field columns the entry lists.
         // Bound only by the statements that use it (an insert never does).
         let columnCheck = mode != .insert && checkingColumns
@@ -500,19 +499,7 @@ final class PostgresTransaction: WriteTransaction {
             for column in meta.columns.sorted() where present[column] == nil { sets.append("\(PostgresSQL.quote(column)) = NULL") }
             statement = "INSERT INTO \(t) (\"id\", \(doubles)\(names.map { ", " + $0 }.joined())) VALUES (\(idBind), \(doublesBind)\(values.map { ", " + $0 }.joined())) ON CONFLICT (\"id\") DO UPDATE SET " + sets.joined(separator: ", ") + (checkingColumns ? " WHERE TRUE" + columnCheck : "") + " RETURNING (xmax = 0)"
         }
-        let query = sql.statement(statement)
-        let result: [PostgresRow]
-        do {
-            if unique { result = try guarded { try run(query) } } else { result = try run(query) }
-        } catch let error as DepotError where error.code == .uniqueViolation {
-            let index = PostgresErrors.constraintName(of: error) ?? ""
-            let constraint = constraintName(forIndex: index, meta: meta, collection: collection)
-            let fields = constraint.flatMap { name in meta.schema.uniqueConstraints.first { $0.name == name }?.fields }
-            throw DepotError(
-                .uniqueViolation,
-                "Another record already has these values for unique constraint '\(constraint ?? "?")'" + (fields.map { " (\($0.joined(separator: ", ")))." } ?? "."),
-                collection: collection.rawValue, id: record.id, constraint: constraint, cause: error.cause)
-        }
+        let result = try runWrite(sql.statement(statement), meta: meta, collection: collection, id: record.id)
         switch mode {
         case .insert:
             guard !result.isEmpty else {
@@ -525,6 +512,97 @@ final class PostgresTransaction: WriteTransaction {
             guard let row = result.first else { return nil }
             return try row.binary(0, as: Bool.self) ? .inserted : .updated
         }
+    }
+
+    /// Runs a statement that writes rows of `collection`: inside a savepoint when the
+    /// collection has unique constraints (an error the closure catches leaves the transaction
+    /// usable), a unique violation reported with the Depot constraint's name.
+    private func runWrite(_ query: BoundStatement, meta: CollectionMeta, collection: CollectionName, id: RecordID?) throws -> [PostgresRow] {
+        do {
+            if meta.schema.uniqueConstraints.isEmpty { return try run(query) }
+            return try guarded { try run(query) }
+        } catch let error as DepotError where error.code == .uniqueViolation {
+            let index = PostgresErrors.constraintName(of: error) ?? ""
+            let constraint = constraintName(forIndex: index, meta: meta, collection: collection)
+            let fields = constraint.flatMap { name in meta.schema.uniqueConstraints.first { $0.name == name }?.fields }
+            throw DepotError(
+                .uniqueViolation,
+                "Another record already has these values for unique constraint '\(constraint ?? "?")'" + (fields.map { " (\($0.joined(separator: ", ")))." } ?? "."),
+                collection: collection.rawValue, id: id, constraint: constraint, cause: error.cause)
+        }
+    }
+
+    // MARK: Partial updates
+
+    /// One `UPDATE … WHERE "id" = $1 RETURNING "id"`: the fields set and removed in place,
+    /// without reading the record first (Docs/PostgresDriver.md, "Partial updates").
+    func update(_ id: RecordID, applying change: FieldChange, in collection: CollectionName) throws -> Bool {
+        try checkWritable()
+        return try !runUpdate(change, where: .equal("id", id.fieldValue), id: id, in: collection).isEmpty
+    }
+
+    /// One `UPDATE … WHERE … RETURNING "id"`; the ids in id order.
+    func updateReturningIDs(matching filter: Filter, applying change: FieldChange, in collection: CollectionName) throws -> [RecordID] {
+        try checkWritable()
+        try filter.validate()
+        return try runUpdate(change, where: filter, id: nil, in: collection).sorted()
+    }
+
+    /// Runs the UPDATE of `change` (normalized: no `.null` in `set`) over the rows `filter`
+    /// matches and returns their ids. Columns are added first for fields set that have
+    /// none, only when a row matches; the doubles column loses the fields touched and gains
+    /// the doubles set. `id` is the one record updated, for errors.
+    private func runUpdate(_ change: FieldChange, where filter: Filter, id: RecordID?, in collection: CollectionName) throws -> [RecordID] {
+        let touched = Set(change.set.keys).union(change.remove)
+        // A field this entry has no column for may have one another process added: read
+        // the entry again before deciding a removal has nothing to do.
+        guard var meta = try metaFor(collection, fields: filter.fieldNames.union(touched)) else { return [] }
+        if let id, id.kind != meta.idKind { return [] }
+        let t = table(collection)
+        if change.set.keys.contains(where: { !meta.columns.contains($0) }) {
+            var probe = PostgresQueryTranslator(meta: meta)
+            let condition = probe.filter(filter)
+            guard try !run(probe.sql.statement("SELECT 1 FROM \(t) WHERE \(condition) LIMIT 1")).isEmpty else { return [] }
+            try addColumns(collection, &meta, change.set.keys)
+        }
+        var translator = PostgresQueryTranslator(meta: meta)
+        let condition = translator.filter(filter)
+        let sql = translator.sql
+        var assignments: [String] = []
+        let doubles = PostgresSQL.quote(PostgresSQL.doublesColumn)
+        var doublesText = "COALESCE(\(doubles), ',')"
+        var added = ""
+        for name in touched.sorted() where meta.columns.contains(name) {
+            if let value = change.set[name] {
+                let (key, form) = ValueKey.encode(value)
+                assignments.append("\(PostgresSQL.quote(name)) = \(sql.bytes(key))")
+                switch form {
+                case .double?: added += name + ","
+                case .negativeZero?: added += "-" + name + ","
+                case .int?, nil: break
+                }
+            } else {
+                assignments.append("\(PostgresSQL.quote(name)) = NULL")
+            }
+            doublesText = "replace(replace(\(doublesText), \(sql.text("," + name + ",")), ','), \(sql.text(",-" + name + ",")), ',')"
+        }
+        if !added.isEmpty { doublesText = "(\(doublesText) || \(sql.text(added)))" }
+        if assignments.isEmpty {
+            // Only fields without a column were removed: nothing changes, but the matching
+            // records are still the ones updated.
+            let result = try run(sql.statement("SELECT \"id\" FROM \(t) WHERE \(condition)"))
+            return try result.map { try decodeID($0, meta) }
+        }
+        assignments.append("\(doubles) = NULLIF(\(doublesText), ',')")
+        let statement = "UPDATE \(t) SET \(assignments.joined(separator: ", ")) WHERE \(condition) RETURNING \"id\""
+        let result = try runWrite(sql.statement(statement), meta: meta, collection: collection, id: id)
+        let ids = try result.map { try decodeID($0, meta) }
+        events += ids.map { ChangeEvent(collection: collection, kind: .updated, id: $0) }
+        return ids
+    }
+
+    private func decodeID(_ row: PostgresRow, _ meta: CollectionMeta) throws -> RecordID {
+        meta.idKind == .int ? .int(try row.binary(0, as: Int64.self)) : .string(try row.binary(0, as: String.self))
     }
 
     @discardableResult
@@ -566,8 +644,7 @@ final class PostgresTransaction: WriteTransaction {
         } else {
             statement = "WITH d AS (DELETE FROM \(t) WHERE \(condition) RETURNING \"id\") SELECT \"id\" FROM d ORDER BY \"id\" COLLATE \"C\""
         }
-        let result = try run(sql.statement(statement))
-        return try result.map { row in meta.idKind == .int ? .int(try row.binary(0, as: Int64.self)) : .string(try row.binary(0, as: String.self)) }
+        return try run(sql.statement(statement)).map { try decodeID($0, meta) }
     }
 
     func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID {

@@ -237,7 +237,7 @@ try await store.close() // scaffold
 import DepotConformance
 import Testing
 
-// One check at a time: the same 458 checks as MemoryConformanceTests run beside the whole suite. // scaffold
+// One check at a time: the same checks as MemoryConformanceTests run beside the whole suite. // scaffold
 @Suite(.serialized) struct MyDriverConformanceExample { // scaffold
 @Test(arguments: Conformance.checkNames)
 func conformance(_ name: String) async throws {

@@ -65,6 +65,32 @@ import Testing
         try await writer.close()
     }
 
+    /// A partial update does not read the record: `BEGIN`, one `UPDATE … RETURNING`, the
+    /// change feed's `pg_notify` and `COMMIT`, through the driver and through a store, where
+    /// a full update of the same record first reads it (Docs/PostgresDriver.md, "Partial
+    /// updates").
+    @Test func aPartialUpdateIsOneStatementInsideItsTransaction() async throws {
+        let settings = try PostgresTestServer.settings(for: "partial-update-\(UUID().uuidString)")
+        let driver = try await PostgresDriver(settings: settings)
+        let items = try CollectionName("items")
+        try await driver.write { tx in try tx.insert(Record(id: 1, fields: ["v": 0, "w": 1.5]), into: items) }
+        // The first update of each shape prepares its statement.
+        try await driver.write { tx in _ = try tx.update(1, applying: FieldChange(set: ["v": 1]), in: items) }
+        var before = driver.statementsSent
+        #expect(try await driver.write { tx in try tx.update(1, applying: FieldChange(set: ["v": 2]), in: items) })
+        #expect(driver.statementsSent - before == 4)
+        #expect(try await driver.read { tx in try tx.get(1, from: items) } == Record(id: 1, fields: ["v": 2, "w": 1.5]))
+        let store = try await Store(driver: driver)
+        let collection = store.collection(items)
+        try await collection.update(1, FieldChange(set: ["v": 3]))
+        before = driver.statementsSent
+        #expect(try await collection.update(1, FieldChange(set: ["v": 4])))
+        #expect(driver.statementsSent - before == 4)
+        #expect(try await collection.update(2, FieldChange(set: ["v": 4])) == false)
+        #expect(try await collection.get(1) == Record(id: 1, fields: ["v": 4, "w": 1.5]))
+        try await store.close()
+    }
+
     /// A query of 3,000 records hands every one to the closure, in order; a closure that runs
     /// another statement of the transaction while it is called gets its result; one that
     /// stops early or throws leaves the connection in order for the next statement, and its
