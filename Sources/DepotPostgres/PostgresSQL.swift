@@ -24,7 +24,10 @@ enum PostgresSQL {
     /// ``isPlainIdentifier(_:)`` or DepotCore's name rules, which contain no quote; any quote
     /// would still be doubled.
     static func quote(_ name: String) -> String {
-        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        // Foundation's replacement bridges the string on every call: skipped when there is
+        // nothing to double (every write quotes each of its field names).
+        guard name.utf8.contains(0x22) else { return "\"" + name + "\"" }
+        return "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
     /// The name of the SQL index behind a unique constraint or index: `_depotsys_u_` or

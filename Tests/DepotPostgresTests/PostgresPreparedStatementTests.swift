@@ -115,3 +115,16 @@ import Testing
         try await driver.close()
     }
 }
+
+/// Identifiers in the statements' text (Docs/PostgresDriver.md, "Layout").
+@Suite struct PostgresIdentifierTests {
+    /// A name is put in double quotes as it is, and a quote inside it doubled, so that no
+    /// name can end the identifier early.
+    @Test func namesAreQuotedWithInnerQuotesDoubled() {
+        #expect(PostgresSQL.quote("users") == "\"users\"")
+        #expect(PostgresSQL.quote("Order") == "\"Order\"")
+        #expect(PostgresSQL.quote("a\"b") == "\"a\"\"b\"")
+        #expect(PostgresSQL.quote("\"; DROP TABLE x; --") == "\"\"\"; DROP TABLE x; --\"")
+        #expect(PostgresSQL.quote("é\"") == "\"é\"\"\"")
+    }
+}
