@@ -16,6 +16,12 @@ final class PostgresTransaction: WriteTransaction {
     var isOpen = true
     /// The record changes made, for the change feed (``PostgresChangeFeed``).
     private(set) var events: [ChangeEvent] = []
+    /// How many of ``events`` the statement that made them announced itself
+    /// (``announcingFirstChange(_:_:event:)``); ``notify(_:)`` sends the rest before `COMMIT`.
+    private var announced = 0
+    /// Set by a write of one record whose statement announced its change, until the change
+    /// is in ``events``.
+    private var announcedByStatement = false
     /// The first failure that another run of the transaction may not meet (a serialization
     /// failure, or a catalog another process changed): the driver runs the closure again.
     private(set) var retryable: DepotError?
@@ -249,9 +255,9 @@ final class PostgresTransaction: WriteTransaction {
     /// time, so memory stays bounded (``PostgresDriver/stream(_:from:)``).
     /// Announces the transaction's changes to other processes; delivered only if it commits.
     func notify(_ feed: PostgresChangeFeed) throws {
-        guard !events.isEmpty else { return }
+        guard events.count > announced else { return }
         // Sent without waiting: COMMIT, which follows, waits for them.
-        for payload in feed.payloads(events) {
+        for payload in feed.payloads(Array(events[announced...])) {
             let sql = SQLBuilder()
             try session.sendPrepared(sql.statement("SELECT pg_notify(\(sql.text(feed.channel)), \(sql.text(payload)))"))
         }
@@ -422,9 +428,37 @@ final class PostgresTransaction: WriteTransaction {
 
     @discardableResult
     func write(_ record: Record, as mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
+        announcedByStatement = false
         let outcome = try writeRecord(record, as: mode, into: collection)
         events.append(ChangeEvent(collection: collection, kind: outcome == .inserted ? .inserted : .updated, id: record.id))
+        if announcedByStatement { announced = events.count }
         return outcome
+    }
+
+    /// A statement that changes one record (and ends in `RETURNING` one column), made to
+    /// announce the change itself when it is the transaction's first:
+    /// `WITH w(r) AS (statement) SELECT w.r, pg_notify(channel, payload) FROM w`, so that a
+    /// transaction of one write sends no `pg_notify` of its own before `COMMIT`
+    /// (Docs/PostgresDriver.md, "Change events across processes"). Nothing is announced
+    /// when the statement changes no row, and a notification is delivered only if the
+    /// transaction commits. `event` is the change, its kind `nil` for a save: inserted when
+    /// the statement's column is true. `nil` when the transaction already made a change.
+    private func announcingFirstChange(_ statement: String, _ sql: SQLBuilder, event: (collection: CollectionName, id: RecordID, kind: ChangeEvent.Kind?)) -> String? {
+        guard events.isEmpty else { return nil }
+        let feed = driver.feed
+        func payload(_ kind: ChangeEvent.Kind) -> String? {
+            let payloads = feed.payloads([ChangeEvent(collection: event.collection, kind: kind, id: event.id)])
+            return payloads.count == 1 ? payloads[0] : nil
+        }
+        let chosen: String
+        if let kind = event.kind {
+            guard let text = payload(kind) else { return nil }
+            chosen = sql.text(text)
+        } else {
+            guard let inserted = payload(.inserted), let updated = payload(.updated) else { return nil }
+            chosen = "CASE WHEN w.r THEN \(sql.text(inserted)) ELSE \(sql.text(updated)) END"
+        }
+        return "WITH w(r) AS (\(statement)) SELECT w.r, pg_notify(\(sql.text(feed.channel)), \(chosen)) FROM w"
     }
 
     private func writeRecord(_ record: Record, as mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
@@ -499,7 +533,14 @@ final class PostgresTransaction: WriteTransaction {
             for column in meta.columns.sorted() where present[column] == nil { sets.append("\(PostgresSQL.quote(column)) = NULL") }
             statement = "INSERT INTO \(t) (\"id\", \(doubles)\(names.map { ", " + $0 }.joined())) VALUES (\(idBind), \(doublesBind)\(values.map { ", " + $0 }.joined())) ON CONFLICT (\"id\") DO UPDATE SET " + sets.joined(separator: ", ") + (checkingColumns ? " WHERE TRUE" + columnCheck : "") + " RETURNING (xmax = 0)"
         }
-        let result = try runWrite(sql.statement(statement), meta: meta, collection: collection, id: record.id)
+        let kind: ChangeEvent.Kind? = switch mode {
+        case .insert: .inserted
+        case .update: .updated
+        case .save: nil
+        }
+        let announcing = announcingFirstChange(statement, sql, event: (collection, record.id, kind))
+        let result = try runWrite(sql.statement(announcing ?? statement), meta: meta, collection: collection, id: record.id)
+        if announcing != nil, !result.isEmpty { announcedByStatement = true }
         switch mode {
         case .insert:
             guard !result.isEmpty else {
@@ -595,9 +636,12 @@ final class PostgresTransaction: WriteTransaction {
         }
         assignments.append("\(doubles) = NULLIF(\(doublesText), ',')")
         let statement = "UPDATE \(t) SET \(assignments.joined(separator: ", ")) WHERE \(condition) RETURNING \"id\""
-        let result = try runWrite(sql.statement(statement), meta: meta, collection: collection, id: id)
+        // An update by id changes one record at most: it may announce itself.
+        let announcing = id.flatMap { announcingFirstChange(statement, sql, event: (collection, $0, .updated)) }
+        let result = try runWrite(sql.statement(announcing ?? statement), meta: meta, collection: collection, id: id)
         let ids = try result.map { try decodeID($0, meta) }
         events += ids.map { ChangeEvent(collection: collection, kind: .updated, id: $0) }
+        if announcing != nil, !ids.isEmpty { announced = events.count }
         return ids
     }
 

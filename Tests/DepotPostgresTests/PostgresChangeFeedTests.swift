@@ -49,6 +49,67 @@ import Testing
         #expect(events.contains(ChangeEvent(collection: accounts, kind: .inserted, id: .int(1))))
         #expect(events.contains(ChangeEvent(collection: ledger, kind: .inserted, id: .int(2))))
         #expect(events.contains { $0.collection.rawValue == "meta" && $0.id == "last" && $0.kind == .updated })
+        // Transaction 1's first change announced itself in its statement, the others before
+        // COMMIT: they are still heard in the order they were made.
+        let account = try #require(events.firstIndex(of: ChangeEvent(collection: accounts, kind: .inserted, id: .int(1))))
+        let entry = try #require(events.firstIndex(of: ChangeEvent(collection: ledger, kind: .inserted, id: .int(1))))
+        #expect(account < entry)
+        try await store.close()
+    }
+
+    /// A transaction's first change announces itself in the statement that makes it
+    /// (Docs/PostgresDriver.md, "Change events across processes"): a transaction that rolls
+    /// back after it is still never heard, the ones that commit are, in order. Two drivers
+    /// on one schema hear each other as two processes do.
+    @Test func aRolledBackChangeIsNeverHeard() async throws {
+        let settings = try PostgresTestServer.settings(for: "feed-rollback-\(UUID().uuidString)")
+        let listening = try await PostgresDriver(settings: settings)
+        let store = try await Store(driver: listening)
+        listening.deliverChanges(to: store)
+        var waited = 0
+        while !listening.isListeningForChanges && waited < 200 {
+            try await Task.sleep(for: .milliseconds(25))
+            waited += 1
+        }
+        #expect(listening.isListeningForChanges, "the listener subscribed within 5 s")
+        let changes = store.changes()
+        let writer = try await PostgresDriver(settings: settings)
+        let items = try CollectionName("items")
+        try await writer.write { tx in try tx.insert(Record(id: 1, fields: ["v": 0]), into: items) }
+        await #expect(throws: DepotError.self) {
+            try await writer.write { tx in
+                _ = try tx.update(1, applying: FieldChange(set: ["v": 1]), in: items)
+                try tx.insert(Record(id: 9, fields: ["v": 9]), into: items)
+                throw DepotError(.invalidValue, "roll back")
+            }
+        }
+        try await writer.write { tx in
+            try tx.insert(Record(id: 2, fields: ["v": 0]), into: items)
+            try tx.delete(1, from: items)
+        }
+        let seen = try await withThrowingTaskGroup(of: [ChangeEvent]?.self) { group in
+            group.addTask {
+                var events: [ChangeEvent] = []
+                for await batch in changes {
+                    events += batch.changes
+                    if events.contains(where: { $0.kind == .deleted }) { return events }
+                }
+                return events
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(30))
+                return nil
+            }
+            let first = try await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        let events = try #require(seen, "the other driver's commits not heard within 30 s")
+        #expect(events == [
+            ChangeEvent(collection: items, kind: .inserted, id: 1), ChangeEvent(collection: items, kind: .inserted, id: 2),
+            ChangeEvent(collection: items, kind: .deleted, id: 1),
+        ])
+        try await writer.close()
         try await store.close()
     }
 
