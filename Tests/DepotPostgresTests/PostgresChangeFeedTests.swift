@@ -16,32 +16,11 @@ import Testing
         let driver = try #require(store.driver as? PostgresDriver)
         #expect(driver.capabilities.contains(.crossProcessChanges))
         let changes = store.changes()
-        var waited = 0
-        while !driver.isListeningForChanges && waited < 200 {
-            try await Task.sleep(for: .milliseconds(25))
-            waited += 1
-        }
-        #expect(driver.isListeningForChanges, "the listener subscribed within 5 s")
+        try await Self.waitUntilListening(driver)
 
         let helper = try ChildProcess(path: try CrashTrials.helperPath(), arguments: [try PostgresTestServer.storeString(for: directory), "7"])
         let accounts = try CollectionName("accounts"), ledger = try CollectionName("ledger")
-        let seen = try await withThrowingTaskGroup(of: [ChangeEvent]?.self) { group in
-            group.addTask {
-                var events: [ChangeEvent] = []
-                for await batch in changes {
-                    events += batch.changes
-                    if events.contains(where: { $0.collection == accounts && $0.id == .int(3) }) { return events }
-                }
-                return events
-            }
-            group.addTask {
-                try await Task.sleep(for: .seconds(30))
-                return nil
-            }
-            let first = try await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
+        let seen = try await Self.collect(changes) { $0.collection == accounts && $0.id == .int(3) }
         helper.kill(SIGKILL)
         _ = await helper.exit()
         let events = try #require(seen, "no change from the other process within 30 s")
@@ -66,12 +45,7 @@ import Testing
         let listening = try await PostgresDriver(settings: settings)
         let store = try await Store(driver: listening)
         listening.deliverChanges(to: store)
-        var waited = 0
-        while !listening.isListeningForChanges && waited < 200 {
-            try await Task.sleep(for: .milliseconds(25))
-            waited += 1
-        }
-        #expect(listening.isListeningForChanges, "the listener subscribed within 5 s")
+        try await Self.waitUntilListening(listening)
         let changes = store.changes()
         let writer = try await PostgresDriver(settings: settings)
         let items = try CollectionName("items")
@@ -87,12 +61,35 @@ import Testing
             try tx.insert(Record(id: 2, fields: ["v": 0]), into: items)
             try tx.delete(1, from: items)
         }
-        let seen = try await withThrowingTaskGroup(of: [ChangeEvent]?.self) { group in
+        let seen = try await Self.collect(changes) { $0.kind == .deleted }
+        let events = try #require(seen, "the other driver's commits not heard within 30 s")
+        #expect(events == [
+            ChangeEvent(collection: items, kind: .inserted, id: 1), ChangeEvent(collection: items, kind: .inserted, id: 2),
+            ChangeEvent(collection: items, kind: .deleted, id: 1),
+        ])
+        try await writer.close()
+        try await store.close()
+    }
+
+    /// Waits (up to 5 s) for `driver`'s listener to subscribe.
+    static func waitUntilListening(_ driver: PostgresDriver) async throws {
+        var waited = 0
+        while !driver.isListeningForChanges && waited < 200 {
+            try await Task.sleep(for: .milliseconds(25))
+            waited += 1
+        }
+        #expect(driver.isListeningForChanges, "the listener subscribed within 5 s")
+    }
+
+    /// The events `changes` delivers up to and including the first that `last` accepts;
+    /// `nil` when that takes more than 30 s.
+    static func collect(_ changes: AsyncStream<ChangeBatch>, until last: @escaping @Sendable (ChangeEvent) -> Bool) async throws -> [ChangeEvent]? {
+        try await withThrowingTaskGroup(of: [ChangeEvent]?.self) { group in
             group.addTask {
                 var events: [ChangeEvent] = []
                 for await batch in changes {
                     events += batch.changes
-                    if events.contains(where: { $0.kind == .deleted }) { return events }
+                    if events.contains(where: last) { return events }
                 }
                 return events
             }
@@ -104,13 +101,6 @@ import Testing
             group.cancelAll()
             return first
         }
-        let events = try #require(seen, "the other driver's commits not heard within 30 s")
-        #expect(events == [
-            ChangeEvent(collection: items, kind: .inserted, id: 1), ChangeEvent(collection: items, kind: .inserted, id: 2),
-            ChangeEvent(collection: items, kind: .deleted, id: 1),
-        ])
-        try await writer.close()
-        try await store.close()
     }
 
     /// The embedded drivers do not hear other processes, and say so.
