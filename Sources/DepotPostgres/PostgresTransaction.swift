@@ -251,9 +251,8 @@ final class PostgresTransaction: WriteTransaction {
         }
     }
 
-    /// Runs `query` through a server-side cursor, handing each record to `body` a batch at a
-    /// time, so memory stays bounded (``PostgresDriver/stream(_:from:)``).
-    /// Announces the transaction's changes to other processes; delivered only if it commits.
+    /// Announces to other processes the transaction's changes that their statements did not
+    /// announce themselves (``announcingFirstChange(_:_:event:)``); delivered only if it commits.
     func notify(_ feed: PostgresChangeFeed) throws {
         guard events.count > announced else { return }
         // Sent without waiting: COMMIT, which follows, waits for them.
@@ -263,6 +262,8 @@ final class PostgresTransaction: WriteTransaction {
         }
     }
 
+    /// Runs `query` through a server-side cursor, handing each record to `body` a batch at a
+    /// time, so memory stays bounded (``PostgresDriver/stream(_:from:)``).
     func forEachStreamed(_ query: Query, in collection: CollectionName, batch: Int, _ body: (Record) throws -> Bool) throws {
         try checkOpen()
         try query.validate()
