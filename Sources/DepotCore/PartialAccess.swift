@@ -27,7 +27,7 @@ extension Collection {
     @discardableResult
     public func update(_ id: RecordID, _ change: FieldChange) async throws -> Bool {
         let name = self.name
-        return try await store.write { tx in try tx.update(id, in: name, change) }
+        return try await store.writeOne { tx in try tx.update(id, in: name, change) }
     }
 
     /// Applies `change` to every record `filter` matches, in one transaction; returns how many.
@@ -64,7 +64,7 @@ extension Repository {
     /// - Throws: `.uniqueViolation`, `.invalidName`/`.invalidValue` for the change.
     @discardableResult
     public func update(id: M.ID, _ change: FieldChange) async throws -> Bool {
-        try await store.write { tx in try tx.repository(M.self).update(id: id, change) }
+        try await store.writeOne { tx in try tx.repository(M.self).update(id: id, change) }
     }
 
     /// Applies `change` to every model `filter` matches, in one transaction; returns how many.

@@ -29,13 +29,13 @@ public struct Repository<M: StoredModel>: Sendable {
     /// id is replaced by the id the store assigned.
     /// - Throws: `.alreadyExists`, `.uniqueViolation`, `.invalidValue`, `.encoding`.
     public func insert(_ model: M) async throws -> M {
-        try await store.write { tx in try tx.repository(M.self).insert(model) }
+        try await store.writeOne { tx in try tx.repository(M.self).insert(model) }
     }
 
     /// Replaces the stored model with the same id.
     /// - Throws: `.notFound` when there is none, `.uniqueViolation`.
     public func update(_ model: M) async throws {
-        try await store.write { tx in try tx.repository(M.self).update(model) }
+        try await store.writeOne { tx in try tx.repository(M.self).update(model) }
     }
 
     /// Inserts `model` or replaces the one with its id; returns which it did. A model without an
@@ -43,7 +43,7 @@ public struct Repository<M: StoredModel>: Sendable {
     /// - Throws: `.uniqueViolation`, `.invalidValue`, `.encoding`.
     @discardableResult
     public func save(_ model: M) async throws -> WriteOutcome {
-        try await store.write { tx in try tx.repository(M.self).save(model) }
+        try await store.writeOne { tx in try tx.repository(M.self).save(model) }
     }
 
     /// Saves many models in one transaction (all or none).

@@ -228,6 +228,18 @@ public protocol WriteTransaction: ReadTransaction {
     /// - Throws: `.invalidQuery`, `.uniqueViolation` (the transaction rolls back when the
     ///   error leaves its closure).
     func updateReturningIDs(matching filter: Filter, applying change: FieldChange, in collection: CollectionName) throws -> [RecordID]
+
+    /// Tells the driver that its next call, a write of one record by id
+    /// (``write(_:as:into:)``, ``write(_:into:_:)`` or ``update(_:applying:in:)``), is the
+    /// last thing the transaction asks of it: when that call returns, the store commits,
+    /// and when it throws, the store rolls back. The store says so only for a transaction
+    /// made of that one write, with no write observer, reference check or delete rule that
+    /// could add work after it (Docs/Architecture.md, "Transactions of one write").
+    ///
+    /// A driver that begins its transactions when the first statement goes out may then run
+    /// that write's statement on its own, as a transaction of its own (PostgreSQL: one round
+    /// trip instead of three), provided it has sent nothing yet. The default ignores it.
+    func nextCallEndsTransaction()
 }
 
 /// What a save did.
@@ -323,6 +335,9 @@ extension ReadTransaction {
 }
 
 extension WriteTransaction {
+    /// The default: nothing to do (see ``WriteTransaction/nextCallEndsTransaction()``).
+    public func nextCallEndsTransaction() {}
+
     /// The default partial update: read, change, write back.
     @discardableResult
     public func update(_ id: RecordID, applying change: FieldChange, in collection: CollectionName) throws -> Bool {

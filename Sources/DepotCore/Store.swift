@@ -103,6 +103,18 @@ public final class Store: Sendable {
         return result
     }
 
+    /// ``write(excluding:_:)`` for a closure that is exactly one write of one record by id
+    /// (insert, update, save or partial update): the driver may run that write as a
+    /// transaction of its own (``WriteTransaction/nextCallEndsTransaction()``). Used by the
+    /// one-record methods of ``Collection`` and ``Repository``; the closure must not catch the
+    /// write's error and go on.
+    func writeOne<T: Sendable>(_ body: @escaping @Sendable (StoreWriteTransaction) throws -> T) async throws -> T {
+        try await write { tx in
+            tx.isOneWrite = true
+            return try body(tx)
+        }
+    }
+
     /// The observers a write transaction runs: all but `excluded`.
     func activeObservers(excluding excluded: [any StoreWriteObserver]) -> [any StoreWriteObserver] {
         var active = observers.withLock { $0 }

@@ -158,6 +158,10 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     public var checksReferences = true
     /// Deletes under a `deny` rule, checked when the closure returns.
     var pendingDenials: [(CollectionName, [RecordID], CollectionName, Reference)] = []
+    /// Set by ``Store/writeOne(_:)``: the closure is one write of one record by id, so the
+    /// driver may be told that its write is the transaction's last call
+    /// (``tellDriverLastCall(_:rules:)``).
+    var isOneWrite = false
 
     init(_ base: any WriteTransaction, store: Store, observers: [any StoreWriteObserver]) {
         self.writer = base
@@ -204,6 +208,22 @@ public final class StoreWriteTransaction: StoreReadTransaction {
         return (wanting, wantsFields)
     }
 
+    /// Tells the driver that its next call ends the transaction
+    /// (``WriteTransaction/nextCallEndsTransaction()``) when this is a transaction of one
+    /// write (``isOneWrite``) and nothing the store does after that call can reach the
+    /// driver: no reference check queued or possible for `collection` (`rules`), and no
+    /// write observer that wants its changes. Asked once, right before the driver's call.
+    private func tellDriverLastCall(_ collection: CollectionName, rules: CollectionRules?) throws {
+        guard isOneWrite else { return }
+        isOneWrite = false
+        guard pendingReferenceChecks.isEmpty, pendingDenials.isEmpty, rules?.references.isEmpty ?? true else { return }
+        // Observers are asked again for every write to a reserved collection; they may read.
+        if !observers.isEmpty {
+            guard !collection.isReserved, try interest(in: collection).observers.isEmpty else { return }
+        }
+        writer.nextCallEndsTransaction()
+    }
+
     /// Records a change event and hands the change to the observers.
     private func note(_ kind: ChangeEvent.Kind, _ id: RecordID, _ collection: CollectionName, fields: [String: FieldValue]?) throws {
         changes.append(ChangeEvent(collection: collection, kind: kind, id: id))
@@ -231,6 +251,7 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     @discardableResult
     public func write(_ record: Record, as mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
         let record = try applyRules(try prepared(record, collection), collection)
+        try tellDriverLastCall(collection, rules: nil)
         let outcome = try writer.write(record, as: mode, into: collection)
         try note(outcome == .inserted ? .inserted : .updated, record.id, collection, fields: record.fields)
         return outcome
@@ -274,6 +295,7 @@ public final class StoreWriteTransaction: StoreReadTransaction {
         // A collection with rules takes the record path, where they are applied.
         if try rules(of: collection) != nil { return try write(try model.record(), as: mode, into: collection) }
         let copiesFields = try observersWantFields(collection)
+        try tellDriverLastCall(collection, rules: nil)
         var written: RecordID?
         var copied: [String: FieldValue]?
         let outcome = try writer.write(mode, into: collection) { sink in
@@ -354,6 +376,7 @@ public final class StoreWriteTransaction: StoreReadTransaction {
         try change.validate(collection: collection.rawValue)
         let (change, rules) = try applyRules(change.normalized, collection)
         if change.isEmpty { return try writer.get(id, from: collection) != nil }
+        try tellDriverLastCall(collection, rules: rules)
         guard try writer.update(id, applying: change, in: collection) else { return false }
         try noteUpdates([id], collection, rules: rules, change: change)
         return true
