@@ -202,22 +202,28 @@ public final class PostgresDriver: StorageDriver {
         var attempt = 1
         var deferring = deferBegin && !writable
         while true {
-            let session = try pool.acquire()
+            let session = try pool.acquire(forWrites: writable)
+            // A read's first statement goes out alone only on a connection of the server's
+            // default isolation (PGPool).
+            let deferThis = deferring && !session.serializableDefault
             let generation = catalogGeneration.load(ordering: .acquiring)
             if session.catalogGeneration != generation {
                 session.retireAll()
                 session.catalogGeneration = generation
             }
-            session.begin(deferring ? nil : writable ? "BEGIN ISOLATION LEVEL SERIALIZABLE" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            let tx = PostgresTransaction(driver: self, session: session, writable: writable, deferredBegin: deferring)
+            session.closeRetired()
+            let tx = PostgresTransaction(
+                driver: self, session: session, writable: writable,
+                begin: writable ? "BEGIN ISOLATION LEVEL SERIALIZABLE" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", deferredBegin: deferThis)
             let outcome: Result<T, any Error>
             do {
                 let value = try body(tx)
                 tx.isOpen = false
                 if tx.needsBegin { throw DepotError(.internal, "A read of more than one statement runs again inside BEGIN and COMMIT.") }
                 if let failure = tx.retryable { throw failure }
-                if deferring {
-                    // Its one statement (if any) ran on its own: there is no transaction to end.
+                if !tx.begun {
+                    // Nothing was sent, or its one statement ran on its own (a deferred read,
+                    // a write that committed by itself): there is no transaction to end.
                 } else if writable {
                     try tx.notify(feed)
                     let commit = try session.run("COMMIT")
@@ -262,7 +268,7 @@ public final class PostgresDriver: StorageDriver {
                 if !lost {
                     session.discardPending()
                     // Without BEGIN there is no transaction to roll back.
-                    if !deferring {
+                    if tx.begun {
                         do { try session.run("ROLLBACK") } catch { broken = true }
                     }
                 }

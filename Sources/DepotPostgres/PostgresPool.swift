@@ -43,10 +43,16 @@ final class PGSession: @unchecked Sendable {
     /// The pool's count of statements sent (``StatementCount``).
     private let count: StatementCount
 
-    init(connection: PostgresConnection, logger: Logger, count: StatementCount) {
+    /// Set for a connection opened with `default_transaction_isolation` = `serializable`:
+    /// the pool's connection for writes, on which a statement sent outside `BEGIN` is as
+    /// serializable as a write transaction (``PGPool``).
+    let serializableDefault: Bool
+
+    init(connection: PostgresConnection, logger: Logger, count: StatementCount, serializableDefault: Bool) {
         self.connection = connection
         self.logger = logger
         self.count = count
+        self.serializableDefault = serializableDefault
     }
 
     var isClosed: Bool { connection.isClosed }
@@ -142,15 +148,13 @@ final class PGSession: @unchecked Sendable {
         statements.removeAll()
     }
 
-    /// Sends the start of a transaction without waiting, after closing retired statements;
-    /// `nil` closes them only (a read whose first statement runs on its own:
-    /// ``PostgresTransaction/deferredBegin``).
-    func begin(_ sql: String?) {
-        if !retired.isEmpty {
-            for query in retired { pending.append(query.deallocate()) }
-            retired.removeAll()
-        }
-        if let sql { send(sql) }
+    /// Closes the retired statements on the server, without waiting: called before a
+    /// transaction starts (its `BEGIN` goes out with its first statement,
+    /// ``PostgresTransaction/admit()``).
+    func closeRetired() {
+        guard !retired.isEmpty else { return }
+        for query in retired { pending.append(query.deallocate()) }
+        retired.removeAll()
     }
 
     /// Runs a statement and waits for all its rows.
@@ -221,12 +225,25 @@ final class PGSession: @unchecked Sendable {
 /// "Connections"): a caller takes an idle connection, opens a new one below the limit, or
 /// waits. A connection that broke is closed and forgotten, so the pool recovers by opening
 /// a new one on the next demand.
+///
+/// Connections come in two kinds, one limit for both: writes prefer a connection whose
+/// default isolation is SERIALIZABLE (a write the store runs as one statement outside
+/// `BEGIN` is then serializable like any other), reads one with the server's default (a
+/// read's first statement, sent outside `BEGIN`, then takes no part in serializable
+/// conflict tracking, as a `REPEATABLE READ` transaction would not). Either kind serves the
+/// other when it is all there is: a read then begins at once, and a write never runs
+/// outside `BEGIN`.
 final class PGPool: @unchecked Sendable {
     // @unchecked: every var is read and written with `condition` locked.
     let settings: PostgresSettings
     private let configuration: PostgresConnection.Configuration
+    /// ``configuration`` with `default_transaction_isolation` = `serializable`.
+    private let writeConfiguration: PostgresConnection.Configuration
     private let condition = NSCondition()
+    /// Idle connections of the server's default isolation.
     private var idle: [PGSession] = []
+    /// Idle connections of ``PGSession/serializableDefault``.
+    private var idleForWrites: [PGSession] = []
     private var open = 0
     private var closed = false
     private var nextID = 1
@@ -256,29 +273,34 @@ final class PGPool: @unchecked Sendable {
         ]
         configuration.options.connectTimeout = .seconds(10)
         self.configuration = configuration
+        var writeConfiguration = configuration
+        writeConfiguration.options.additionalStartupParameters.append(("default_transaction_isolation", "serializable"))
+        self.writeConfiguration = writeConfiguration
         var logger = Logger(label: "depot.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
         logger.logLevel = .critical
         self.logger = logger
     }
 
-    /// Takes a connection, opening one if none is idle and the limit allows, else waiting.
+    /// Takes a connection: an idle one of the kind `forWrites` asks for (see ``PGPool``),
+    /// else a new one of that kind if the limit allows, else an idle one of the other kind,
+    /// else waits.
     /// - Throws: `.closed` after ``close()``, `.remote` when the server cannot be reached.
-    func acquire() throws -> PGSession {
+    func acquire(forWrites: Bool = false) throws -> PGSession {
         condition.lock()
         while true {
             if closed {
                 condition.unlock()
                 throw DepotError(.closed, "The PostgreSQL store is closed.")
             }
-            while let session = idle.popLast() {
-                if session.isClosed {
-                    open -= 1
-                    continue
-                }
+            if let session = forWrites ? popIdle(&idleForWrites) : popIdle(&idle) {
                 condition.unlock()
                 return session
             }
             if open < settings.poolSize { break }
+            if let session = forWrites ? popIdle(&idle) : popIdle(&idleForWrites) {
+                condition.unlock()
+                return session
+            }
             condition.wait()
         }
         open += 1
@@ -287,9 +309,9 @@ final class PGPool: @unchecked Sendable {
         condition.unlock()
         do {
             let connection = try PostgresConnection.connect(
-                on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: id, logger: logger
+                on: MultiThreadedEventLoopGroup.singleton.any(), configuration: forWrites ? writeConfiguration : configuration, id: id, logger: logger
             ).wait()
-            return PGSession(connection: connection, logger: logger, count: statementCount)
+            return PGSession(connection: connection, logger: logger, count: statementCount, serializableDefault: forWrites)
         } catch {
             condition.lock()
             open -= 1
@@ -297,6 +319,15 @@ final class PGPool: @unchecked Sendable {
             condition.unlock()
             throw PostgresErrors.map(error)
         }
+    }
+
+    /// The last open connection of `list`, dropping closed ones; called with `condition` locked.
+    private func popIdle(_ list: inout [PGSession]) -> PGSession? {
+        while let session = list.popLast() {
+            if !session.isClosed { return session }
+            open -= 1
+        }
+        return nil
     }
 
     /// A connection of its own, outside the pool's limit (the change listener's).
@@ -319,8 +350,9 @@ final class PGPool: @unchecked Sendable {
             _ = try? session.connection.close().wait()  // a broken connection may fail to close cleanly
             return
         }
-        idle.append(session)
-        condition.signal()
+        if session.serializableDefault { idleForWrites.append(session) } else { idle.append(session) }
+        // Waiters of either kind may take it.
+        condition.broadcast()
         condition.unlock()
     }
 
@@ -328,8 +360,9 @@ final class PGPool: @unchecked Sendable {
     func close() {
         condition.lock()
         closed = true
-        let sessions = idle
+        let sessions = idle + idleForWrites
         idle.removeAll()
+        idleForWrites.removeAll()
         open -= sessions.count
         condition.broadcast()
         condition.unlock()

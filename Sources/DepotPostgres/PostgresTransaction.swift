@@ -41,14 +41,32 @@ final class PostgresTransaction: WriteTransaction {
     /// closure returned or threw is discarded, and it runs again in a real transaction.
     private(set) var needsBegin = false
 
+    /// The `BEGIN` this transaction sends before its first statement (``admit()``); `nil`
+    /// for a ``deferredBegin`` one. Sent when needed, so that a write whose statement can
+    /// run on its own never sends it (``nextCallEndsTransaction()``).
+    private let beginSQL: String?
+    /// Set once `BEGIN` has been sent: the driver ends the transaction with `COMMIT` or
+    /// `ROLLBACK` only then.
+    private(set) var begun = false
+    /// Set by ``nextCallEndsTransaction()``: the store's next call is its last.
+    private var lastCallComing = false
+    /// Set while a statement runs on its own, outside `BEGIN` (``runsAlone()``).
+    private var runningAlone = false
+    /// Set when a statement that ran on its own changed a row: it committed by itself
+    /// (Docs/PostgresDriver.md, "Transactions"), and the transaction may send nothing else.
+    private(set) var committedAlone = false
+
     private var schemaName: String { PostgresSQL.quote(driver.settings.schema) }
     private var catalog: String { schemaName + "." + PostgresSQL.quote(PostgresSQL.catalogTable) }
 
-    init(driver: PostgresDriver, session: PGSession, writable: Bool, deferredBegin: Bool = false) {
+    /// A transaction on `session`; it sends `begin` before its first statement (none for a
+    /// ``deferredBegin`` read).
+    init(driver: PostgresDriver, session: PGSession, writable: Bool, begin: String?, deferredBegin: Bool = false) {
         self.driver = driver
         self.session = session
         self.writable = writable
         self.deferredBegin = deferredBegin && !writable
+        self.beginSQL = self.deferredBegin ? nil : begin
     }
 
     private func table(_ name: CollectionName) -> String { schemaName + "." + PostgresSQL.quote(name.rawValue) }
@@ -57,12 +75,23 @@ final class PostgresTransaction: WriteTransaction {
         guard isOpen else { throw DepotError(.closed, "The transaction has ended; use it only inside its closure.") }
     }
 
-    /// Lets a statement be sent: always in a transaction begun with `BEGIN`; in a
-    /// ``deferredBegin`` one only the first, as the statement's own snapshot.
+    /// Lets a statement be sent: in a transaction begun with `BEGIN` (sent now if it has not
+    /// been, unless the statement runs on its own); in a ``deferredBegin`` one only the
+    /// first, as the statement's own snapshot.
     /// - Throws: for a second statement of a ``deferredBegin`` transaction, after setting
-    ///   ``needsBegin`` (the closure's outcome is then discarded whatever it does).
+    ///   ``needsBegin`` (the closure's outcome is then discarded whatever it does); `.internal`
+    ///   for any statement after one that ran on its own and committed.
     private func admit() throws {
-        guard deferredBegin else { return }
+        guard !committedAlone else {
+            throw DepotError(.internal, "The transaction's last write ran on its own and committed; nothing may follow it.")
+        }
+        guard deferredBegin else {
+            if let beginSQL, !begun, !runningAlone {
+                session.send(beginSQL)
+                begun = true
+            }
+            return
+        }
         guard statementsSent == 0, !needsBegin else {
             needsBegin = true
             throw DepotError(.internal, "A read of more than one statement runs again inside BEGIN and COMMIT.")
@@ -115,6 +144,7 @@ final class PostgresTransaction: WriteTransaction {
     /// Runs `body` inside a savepoint, so that an error the caller may catch (a unique
     /// violation) leaves the transaction usable, as the contract asks.
     private func guarded<T>(_ body: () throws -> T) throws -> T {
+        try admit()
         session.send("SAVEPOINT depot_statement")
         do {
             let result = try body()
@@ -540,7 +570,7 @@ final class PostgresTransaction: WriteTransaction {
         case .save: nil
         }
         let announcing = announcingFirstChange(statement, sql, event: (collection, record.id, kind))
-        let result = try runWrite(sql.statement(announcing ?? statement), meta: meta, collection: collection, id: record.id)
+        let result = try runWrite(sql.statement(announcing ?? statement), meta: meta, collection: collection, id: record.id, alone: announcing != nil && runsAlone())
         if announcing != nil, !result.isEmpty { announcedByStatement = true }
         switch mode {
         case .insert:
@@ -556,11 +586,34 @@ final class PostgresTransaction: WriteTransaction {
         }
     }
 
+    func nextCallEndsTransaction() {
+        lastCallComing = true
+    }
+
+    /// Whether the write about to be sent may run on its own, outside `BEGIN`, as a
+    /// transaction of its own (Docs/PostgresDriver.md, "Transactions"): the store said it is
+    /// its last call (``nextCallEndsTransaction()``), nothing has been sent yet, the statement
+    /// announces its own change (the caller's part), and the connection's default isolation
+    /// is SERIALIZABLE (``PGPool``). When it changes a row, it has committed
+    /// (``committedAlone``); when it changes none, nothing happened, and what the transaction
+    /// sends next begins it as usual.
+    private func runsAlone() -> Bool {
+        lastCallComing && writable && beginSQL != nil && !begun && session.serializableDefault
+    }
+
     /// Runs a statement that writes rows of `collection`: inside a savepoint when the
     /// collection has unique constraints (an error the closure catches leaves the transaction
-    /// usable), a unique violation reported with the Depot constraint's name.
-    private func runWrite(_ query: BoundStatement, meta: CollectionMeta, collection: CollectionName, id: RecordID?) throws -> [PostgresRow] {
+    /// usable), a unique violation reported with the Depot constraint's name. With `alone`,
+    /// outside `BEGIN` and without a savepoint (``runsAlone()``): a failure ends it.
+    private func runWrite(_ query: BoundStatement, meta: CollectionMeta, collection: CollectionName, id: RecordID?, alone: Bool = false) throws -> [PostgresRow] {
         do {
+            if alone {
+                runningAlone = true
+                defer { runningAlone = false }
+                let rows = try run(query)
+                if !rows.isEmpty { committedAlone = true }
+                return rows
+            }
             if meta.schema.uniqueConstraints.isEmpty { return try run(query) }
             return try guarded { try run(query) }
         } catch let error as DepotError where error.code == .uniqueViolation {
@@ -639,7 +692,7 @@ final class PostgresTransaction: WriteTransaction {
         let statement = "UPDATE \(t) SET \(assignments.joined(separator: ", ")) WHERE \(condition) RETURNING \"id\""
         // An update by id changes one record at most: it may announce itself.
         let announcing = id.flatMap { announcingFirstChange(statement, sql, event: (collection, $0, .updated)) }
-        let result = try runWrite(sql.statement(announcing ?? statement), meta: meta, collection: collection, id: id)
+        let result = try runWrite(sql.statement(announcing ?? statement), meta: meta, collection: collection, id: id, alone: announcing != nil && runsAlone())
         let ids = try result.map { try decodeID($0, meta) }
         events += ids.map { ChangeEvent(collection: collection, kind: .updated, id: $0) }
         if announcing != nil, !ids.isEmpty { announced = events.count }
