@@ -101,6 +101,59 @@ final class PGSession: @unchecked Sendable {
         }
     }
 
+    /// Runs a statement like ``runPrepared(_:)`` and hands its rows to `body` on this
+    /// thread while they are still arriving: postgres-nio reads them on its event loop and
+    /// this thread turns them into records meanwhile, instead of after the last one. `body`
+    /// returning `false` stops the calls; the rest of the answer is still read (the
+    /// connection must be done with it before its next statement). A statement `body` runs
+    /// on this connection is answered after this one's last row.
+    /// - Throws: what `body` throws (after the answer has ended), else the failures
+    ///   ``runPrepared(_:)`` reports.
+    func streamPrepared(_ statement: BoundStatement, _ body: (PostgresRow) throws -> Bool) throws {
+        let rows = RowHandOff()
+        let answered: EventLoopFuture<Void>
+        do {
+            answered = try execute(statement) { row in rows.push(row) }
+        } catch {
+            try drainPending()
+            throw PostgresErrors.map(error)
+        }
+        answered.whenComplete { rows.finish($0) }
+        var stopped = false
+        var thrown: (any Error)?
+        var outcome: Result<Void, any Error>?
+        while outcome == nil {
+            let (batch, ended) = rows.take(connectionClosed: { self.connection.isClosed })
+            for row in batch where !stopped {
+                do {
+                    if try !body(row) { stopped = true }
+                } catch {
+                    thrown = error
+                    stopped = true
+                }
+            }
+            outcome = ended
+        }
+        do {
+            try drainPending()
+        } catch {
+            if case .failure? = outcome { retire(statement.sql) }
+            throw error
+        }
+        if case .failure(let error)? = outcome {
+            retire(statement.sql)
+            throw PostgresErrors.map(error)
+        }
+        if let thrown { throw thrown }
+    }
+
+    /// ``execute(_:)`` with each row handed to `onRow` on the event loop as it arrives.
+    private func execute(_ statement: BoundStatement, onRow: @escaping @Sendable (PostgresRow) -> Void) throws -> EventLoopFuture<Void> {
+        count.add()
+        guard statement.preparable else { return connection.query(statement.query, logger: logger, onRow).map { _ in } }
+        return try prepared(statement).execute(statement.values, onRow)
+    }
+
     /// ``execute(_:)`` for a statement sent without waiting: a failure to prepare it is
     /// reported after the failures of the statements sent before it.
     private func executing(_ statement: BoundStatement) throws -> EventLoopFuture<[PostgresRow]> {
@@ -119,10 +172,16 @@ final class PGSession: @unchecked Sendable {
     private func execute(_ statement: BoundStatement) throws -> EventLoopFuture<[PostgresRow]> {
         count.add()
         guard statement.preparable else { return connection.query(statement.query, logger: logger).map(\.rows) }
+        return try prepared(statement).execute(statement.values)
+    }
+
+    /// The connection's prepared statement for `statement`, prepared now (and waited for)
+    /// when it is new to the connection; the least recently used one is retired to make room.
+    private func prepared(_ statement: BoundStatement) throws -> PreparedQuery {
         uses += 1
         if let entry = statements[statement.sql] {
             statements[statement.sql] = (entry.query, uses)
-            return entry.query.execute(statement.values)
+            return entry.query
         }
         if statements.count >= PGSession.statementLimit,
             let oldest = statements.min(by: { $0.value.used < $1.value.used })
@@ -133,7 +192,7 @@ final class PGSession: @unchecked Sendable {
         count.add()
         let prepared = try wait(connection.prepare(query: statement.sql))
         statements[statement.sql] = (prepared, uses)
-        return prepared.execute(statement.values)
+        return prepared
     }
 
     /// Takes one statement out of the cache; it is closed when the next transaction begins.
@@ -218,6 +277,51 @@ final class PGSession: @unchecked Sendable {
         let futures = pending
         pending.removeAll()
         for future in futures { _ = try? wait(future) }  // their errors repeat the one being reported
+    }
+}
+
+/// Rows handed from postgres-nio's event loop to the thread that reads them
+/// (``PGSession/streamPrepared(_:_:)``): the event loop appends, the reader takes all there
+/// are at once, waiting when there are none.
+private final class RowHandOff: @unchecked Sendable {
+    // @unchecked: every var is read and written with `condition` locked.
+    private let condition = NSCondition()
+    private var rows: [PostgresRow] = []
+    private var outcome: Result<Void, any Error>?
+    private var waiting = false
+
+    func push(_ row: PostgresRow) {
+        condition.lock()
+        rows.append(row)
+        if waiting { condition.signal() }
+        condition.unlock()
+    }
+
+    func finish(_ result: Result<Void, any Error>) {
+        condition.lock()
+        outcome = result
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// The rows that arrived since the last call, and the answer's outcome once it has
+    /// ended (then the rows are the last ones). Waits while there is nothing; every 100 ms
+    /// it asks `connectionClosed`, and a closed connection ends the answer with `.remote`
+    /// (the wait of ``PGSession`` for a single answer does the same).
+    func take(connectionClosed: () -> Bool) -> ([PostgresRow], Result<Void, any Error>?) {
+        condition.lock()
+        defer { condition.unlock() }
+        while rows.isEmpty && outcome == nil {
+            waiting = true
+            let signalled = condition.wait(until: Date(timeIntervalSinceNow: 0.1))
+            waiting = false
+            if !signalled, rows.isEmpty, outcome == nil, connectionClosed() {
+                outcome = .failure(DepotError(.remote, "The connection to the PostgreSQL server was lost before the statement was answered."))
+            }
+        }
+        let taken = rows
+        rows.removeAll(keepingCapacity: true)
+        return (taken, outcome)
     }
 }
 

@@ -127,6 +127,18 @@ final class PostgresTransaction: WriteTransaction {
         }
     }
 
+    /// Runs a statement through ``PGSession/streamPrepared(_:_:)``, `body` called with each
+    /// row as it arrives, noting failures like ``run(_:)``.
+    private func stream(_ statement: BoundStatement, _ body: (PostgresRow) throws -> Bool) throws {
+        try admit()
+        do {
+            try session.streamPrepared(statement, body)
+        } catch let error as DepotError {
+            note(error)
+            throw error
+        }
+    }
+
     /// Runs catalog-changing SQL (CREATE, ALTER, DROP TABLE): the connection's prepared
     /// statements may name the table with its old shape, so they are all retired, and the
     /// driver retires the other connections' ones when the transaction ends.
@@ -275,9 +287,9 @@ final class PostgresTransaction: WriteTransaction {
         guard let meta = try metaFor(collection, fields: query.filter.fieldNames.union(query.sort.map(\.field))) else { return }
         var translator = PostgresQueryTranslator(meta: meta)
         let tail = translator.tail(query)
-        let result = try run(translator.sql.statement("SELECT * FROM \(table(collection))" + tail))
-        for row in result {
-            guard try body(try decode(row, idKind: meta.idKind, collection: collection)) else { return }
+        // Rows become records while the rest of the answer is still arriving.
+        try stream(translator.sql.statement("SELECT * FROM \(table(collection))" + tail)) { row in
+            try body(try decode(row, idKind: meta.idKind, collection: collection))
         }
     }
 
