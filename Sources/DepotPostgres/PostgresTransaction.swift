@@ -598,6 +598,8 @@ final class PostgresTransaction: WriteTransaction {
         }
     }
 
+    /// Notes that the store's next call is its last (``WriteTransaction/nextCallEndsTransaction()``):
+    /// that write may then be sent alone (``runsAlone()``).
     func nextCallEndsTransaction() {
         lastCallComing = true
     }
