@@ -42,11 +42,7 @@ import Testing
     /// on one schema hear each other as two processes do.
     @Test func aRolledBackChangeIsNeverHeard() async throws {
         let settings = try PostgresTestServer.settings(for: "feed-rollback-\(UUID().uuidString)")
-        let listening = try await PostgresDriver(settings: settings)
-        let store = try await Store(driver: listening)
-        listening.deliverChanges(to: store)
-        try await Self.waitUntilListening(listening)
-        let changes = store.changes()
+        let (store, changes) = try await Self.listeningStore(settings)
         let writer = try await PostgresDriver(settings: settings)
         let items = try CollectionName("items")
         try await writer.write { tx in try tx.insert(Record(id: 1, fields: ["v": 0]), into: items) }
@@ -69,6 +65,16 @@ import Testing
         ])
         try await writer.close()
         try await store.close()
+    }
+
+    /// A store on its own driver that hears the commits of other drivers on `settings`'
+    /// schema, its listener subscribed, and its stream of changes.
+    static func listeningStore(_ settings: PostgresSettings) async throws -> (Store, AsyncStream<ChangeBatch>) {
+        let listening = try await PostgresDriver(settings: settings)
+        let store = try await Store(driver: listening)
+        listening.deliverChanges(to: store)
+        try await waitUntilListening(listening)
+        return (store, store.changes())
     }
 
     /// Waits (up to 5 s) for `driver`'s listener to subscribe.

@@ -11,11 +11,7 @@ import Testing
 @Suite struct PostgresOneWriteTests {
     @Test func aWriteOfOneRecordIsOneStatement() async throws {
         let settings = try PostgresTestServer.settings(for: "one-write-\(UUID().uuidString)")
-        let listening = try await PostgresDriver(settings: settings)
-        let listener = try await Store(driver: listening)
-        listening.deliverChanges(to: listener)
-        try await PostgresChangeFeedTests.waitUntilListening(listening)
-        let changes = listener.changes()
+        let (listener, changes) = try await PostgresChangeFeedTests.listeningStore(settings)
 
         let driver = try await PostgresDriver(settings: settings)
         let store = try await Store(driver: driver)
