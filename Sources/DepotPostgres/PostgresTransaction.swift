@@ -278,7 +278,8 @@ final class PostgresTransaction: WriteTransaction {
         let sql = SQLBuilder()
         let result = try run(sql.statement("SELECT * FROM \(table(collection)) WHERE \"id\" = \(sql.id(id))"))
         guard let row = result.first else { return nil }
-        return try decode(row, idKind: meta.idKind, collection: collection)
+        var rows = PostgresRowDecoder(idKind: meta.idKind, collection: collection)
+        return try rows.record(row)
     }
 
     func forEach(_ query: Query, in collection: CollectionName, _ body: (Record) throws -> Bool) throws {
@@ -288,8 +289,9 @@ final class PostgresTransaction: WriteTransaction {
         var translator = PostgresQueryTranslator(meta: meta)
         let tail = translator.tail(query)
         // Rows become records while the rest of the answer is still arriving.
+        var rows = PostgresRowDecoder(idKind: meta.idKind, collection: collection)
         try stream(translator.sql.statement("SELECT * FROM \(table(collection))" + tail)) { row in
-            try body(try decode(row, idKind: meta.idKind, collection: collection))
+            try body(try rows.record(row))
         }
     }
 
@@ -313,10 +315,11 @@ final class PostgresTransaction: WriteTransaction {
         var translator = PostgresQueryTranslator(meta: meta)
         let tail = translator.tail(query)
         try run(translator.sql.query("DECLARE depot_stream NO SCROLL CURSOR FOR SELECT * FROM \(table(collection))" + tail))
+        var rows = PostgresRowDecoder(idKind: meta.idKind, collection: collection)
         while true {
             let result = try run("FETCH FORWARD \(batch) FROM depot_stream")
             for row in result.rows {
-                guard try body(try decode(row, idKind: meta.idKind, collection: collection)) else {
+                guard try body(try rows.record(row)) else {
                     try run("CLOSE depot_stream")
                     return
                 }
@@ -372,37 +375,6 @@ final class PostgresTransaction: WriteTransaction {
             return i.name
         }
         return nil
-    }
-
-    // MARK: Rows
-
-    private func decode(_ row: PostgresRow, idKind: IDKind, collection: CollectionName) throws -> Record {
-        var id: RecordID?
-        var doubles: String?
-        var keys: [(String, ByteBuffer)] = []
-        for cell in row {
-            switch cell.columnName {
-            case "id":
-                do {
-                    id = idKind == .int ? .int(try cell.binary(Int64.self)) : .string(try cell.binary(String.self))
-                } catch {
-                    throw DepotError(.corrupted, "A record id in \(collection) could not be read.", collection: collection.rawValue, cause: DepotError.wrap(error))
-                }
-            case PostgresSQL.doublesColumn:
-                if let bytes = cell.bytes { doubles = String(buffer: bytes) }
-            default:
-                if let bytes = cell.bytes { keys.append((cell.columnName, bytes)) }
-            }
-        }
-        guard let id else { throw DepotError(.corrupted, "A row of \(collection) has no id.", collection: collection.rawValue) }
-        let forms = ValueKey.parseDoubles(doubles)
-        var fields: [String: FieldValue] = [:]
-        fields.reserveCapacity(keys.count)
-        for (name, buffer) in keys {
-            let form = forms[Substring(name)] ?? .int
-            fields[name] = try buffer.withUnsafeReadableBytes { try ValueKey.decode($0, form: form) }
-        }
-        return Record(id: id, fields: fields)
     }
 
     // MARK: WriteTransaction

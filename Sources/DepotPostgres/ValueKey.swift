@@ -89,20 +89,17 @@ enum ValueKey {
 
     /// The value a stored key holds.
     /// - Throws: `.corrupted` when the bytes are not a key Depot wrote.
-    static func decode(_ key: some Swift.Collection<UInt8>, form: NumberForm) throws -> FieldValue {
+    static func decode(_ key: UnsafeRawBufferPointer, form: NumberForm) throws -> FieldValue {
         guard let kind = key.first else { throw corrupt("an empty value") }
-        let body = key.dropFirst()
+        let body = UnsafeRawBufferPointer(rebasing: key.dropFirst())
         switch kind {
         case boolKind:
             guard body.count == 1, let b = body.first, b <= 1 else { throw corrupt("a bool") }
             return .bool(b == 1)
         case numberKind:
             guard body.count == 16 else { throw corrupt("a number") }
-            var ordered: UInt64 = 0
-            var rest: UInt64 = 0
-            for (n, byte) in body.enumerated() {
-                if n < 8 { ordered = ordered << 8 | UInt64(byte) } else { rest = rest << 8 | UInt64(byte) }
-            }
+            let ordered = UInt64(bigEndian: body.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
+            let rest = UInt64(bigEndian: body.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
             let bits = ordered & (1 << 63) != 0 ? ordered & ~(1 << 63) : ~ordered
             let d = Double(bitPattern: bits)
             switch form {
@@ -120,7 +117,7 @@ enum ValueKey {
                 return .int(sum)
             }
         case stringKind:
-            guard let s = String(validating: body, as: UTF8.self) else { throw corrupt("a string") }
+            guard let s = utf8String(body) else { throw corrupt("a string") }
             return .string(s)
         case bytesKind:
             return .bytes(Data(body))
@@ -138,6 +135,26 @@ enum ValueKey {
             }
         default:
             throw corrupt("a value of unknown kind")
+        }
+    }
+
+    /// `bytes` as a string, `nil` when they are not valid UTF-8. ASCII, the common case, is
+    /// recognized a word at a time and needs no further check; anything else goes through the
+    /// standard library's validation (whose generic entry point costs more than the check).
+    static func utf8String(_ bytes: UnsafeRawBufferPointer) -> String? {
+        var high: UInt64 = 0
+        var offset = 0
+        while offset + 8 <= bytes.count {
+            high |= bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            offset += 8
+        }
+        while offset < bytes.count {
+            high |= UInt64(bytes[offset])
+            offset += 1
+        }
+        let ascii = high & 0x8080_8080_8080_8080 == 0
+        return bytes.withMemoryRebound(to: UInt8.self) { units in
+            ascii ? String(decoding: units, as: UTF8.self) : String(validating: units, as: UTF8.self)
         }
     }
 
