@@ -110,7 +110,9 @@ public final class PostgresDriver: StorageDriver {
         let catalog = schema + "." + PostgresSQL.quote(PostgresSQL.catalogTable)
         // Two processes opening a new store at once may both try to create the catalog.
         for attempt in 1...5 {
-            let session = try pool.acquire()
+            // A connection of the kind writes use: it stays in the pool, so the first write
+            // does not wait for a connection to open (Docs/PostgresDriver.md, "Connections").
+            let session = try pool.acquire(forWrites: true)
             do {
                 let encoding = try session.run("SHOW server_encoding")
                 guard let row = encoding.rows.first, try row.decode(String.self) == "UTF8" else {
