@@ -210,5 +210,23 @@ enum UniqueChecks {
             }
             try expect.equal(error.constraint, "users_email", "constraint named")
         },
+        .driver("unique.existingIdComesFirst", requires: .uniqueConstraints) { driver, expect in
+            // An insert whose id exists is `.alreadyExists`, even when its values also collide
+            // with another record's under a unique constraint; for both kinds of id.
+            let cases: [(IDKind, RecordID, RecordID, RecordID)] = [(.int, 1, 2, 3), (.string, "u1", "u2", "u3")]
+            for (kind, first, second, third) in cases {
+                let schema = CollectionSchema(name: try CollectionName("users_\(kind.rawValue)"), idKind: kind, uniqueConstraints: [email])
+                try await driver.write { tx in try tx.prepare(schema) }
+                try await driver.seed([Record(id: first, fields: ["email": "a"]), Record(id: second, fields: ["email": "b"])], into: schema.name)
+                let error = try await expect.error(.alreadyExists, "insert of \(kind.rawValue) id \(first) with \(second)'s email") {
+                    try await driver.write { tx in try tx.insert(Record(id: first, fields: ["email": "b"]), into: schema.name) }
+                }
+                try expect.equal(error.id, first, "the error names the existing record")
+                try await expect.throwsCode(.uniqueViolation, "insert of a new \(kind.rawValue) id with a taken email") {
+                    try await driver.write { tx in try tx.insert(Record(id: third, fields: ["email": "a"]), into: schema.name) }
+                }
+                try expect.equal(try await driver.count(in: schema.name), 2, "records of \(kind.rawValue) ids")
+            }
+        },
     ]
 }

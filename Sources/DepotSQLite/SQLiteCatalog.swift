@@ -81,6 +81,13 @@ final class CollectionMeta: Sendable {
     let getSQL: String
     /// `SELECT 1 FROM "table" WHERE "id" = ?`
     let existsSQL: String
+    /// Whether an insert looks its id up before the `INSERT`: only for string ids (the
+    /// primary key of a `WITHOUT ROWID` table) when a unique constraint may break beside the
+    /// id, because SQLite might report that constraint first and an existing id must win
+    /// (Docs/Semantics.md, "Errors"). Otherwise the `INSERT`'s own `PRIMARYKEY` error is the
+    /// answer: integer ids are the rowid, checked before any unique index, and with no unique
+    /// index the primary key is the only constraint an insert can break.
+    let checksIDBeforeInsert: Bool
     /// `DELETE FROM "table" WHERE "id" = ?`
     let deleteSQL: String
     /// For a table with id marks: the largest id the table has had (0 when none was
@@ -119,6 +126,7 @@ final class CollectionMeta: Sendable {
             + Array(repeating: "?", count: quotedColumns.count).joined(separator: ", ") + ")"
         getSQL = selectSQL + " WHERE \"id\" = ?"
         existsSQL = "SELECT 1 FROM \(quotedTable) WHERE \"id\" = ?"
+        checksIDBeforeInsert = idKind == .string && !info.uniqueConstraints.isEmpty
         deleteSQL = "DELETE FROM \(quotedTable) WHERE \"id\" = ?"
         updateSQL = "UPDATE \(quotedTable) SET " + quotedColumns.dropFirst().map { "\($0) = ?" }.joined(separator: ", ") + " WHERE \"id\" = ?"
         assignedBaseSQL = info.idMarks == true

@@ -383,9 +383,7 @@ final class SQLiteTransaction: WriteTransaction {
     private func insert(_ record: Record, into collection: CollectionName) throws {
         let meta = try metaForWrite(collection, kind: record.id.kind, fields: record.fields.keys)
         let id = Self.idValue(record.id)
-        // Integer ids are the rowid, which SQLite checks before any unique index, so its
-        // PRIMARYKEY error is the answer; string ids are checked first (one index lookup).
-        if meta.idKind == .string, try exists(id, meta) {
+        if meta.checksIDBeforeInsert, try exists(id, meta) {
             throw DepotError(.alreadyExists, "A record with id \(record.id) exists.", collection: collection.rawValue, id: record.id)
         }
         let (current, values) = try bound(record, meta, idFirst: true, id: id)
@@ -440,8 +438,7 @@ final class SQLiteTransaction: WriteTransaction {
         let outcome: WriteOutcome
         switch mode {
         case .insert:
-            // As in insert(_:into:): string ids are checked first, integer ids by the rowid.
-            if meta.idKind == .string, try exists(idValue, meta) {
+            if meta.checksIDBeforeInsert, try exists(idValue, meta) {
                 throw DepotError(.alreadyExists, "A record with id \(id) exists.", collection: collection.rawValue, id: id)
             }
             outcome = .inserted
