@@ -37,7 +37,8 @@ public struct BenchOptions: Sendable, Hashable {
     /// The JSON driver rewrites its whole file on every commit, so it gets at most this
     /// many records (both sides of its ratio).
     public var jsonRecordLimit = 1_000
-    /// At most this many operations per workload for the JSON driver.
+    /// At most this many operations per workload that writes, for the JSON driver (a write
+    /// rewrites the file); read-only workloads run their full count, as on every driver.
     public var jsonOperationLimit = 500
     /// At most this many workload E operations on engines without key order (gdbm, json,
     /// memory), whose every scan walks the whole collection.
@@ -112,7 +113,7 @@ public struct BenchOptions: Sendable, Hashable {
     /// Operations of `workload` for `engine`.
     public func operations(_ workload: Workload, for engine: String) -> Int {
         var count = operations
-        if engine == "json" { count = min(count, jsonOperationLimit) }
+        if engine == "json", !workload.isReadOnly { count = min(count, jsonOperationLimit) }
         if workload == .ycsbE, !Self.keyOrderedEngines.contains(engine) { count = min(count, unorderedScanLimit) }
         return count
     }

@@ -42,6 +42,9 @@ public enum Workload: String, Sendable, Hashable, CaseIterable, Codable {
     /// workloads (their insert loads their collection).
     public static let runOrder: [Workload] = [.bulkInsert, .bulkFetch, .pointReads, .ycsbA, .ycsbB, .ycsbC, .ycsbF, .ycsbD, .ycsbE, .durableCommit, .modelInsert, .modelFetch, .modelPointReads]
 
+    /// The workload only reads (point reads, YCSB C): it changes nothing in the store.
+    public var isReadOnly: Bool { self == .pointReads || self == .ycsbC }
+
     /// The workload's place in ``runOrder``, for sorting.
     var order: Int { Workload.runOrder.firstIndex(of: self) ?? Workload.runOrder.count }
 

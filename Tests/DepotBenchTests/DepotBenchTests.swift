@@ -206,3 +206,24 @@ import Testing
         for (name, count) in counts { #expect(count == expected, "\(name) holds \(count) records, the JSON floor \(expected)") }
     }
 }
+
+@Suite struct BenchOptionsTests {
+    /// The JSON driver's operation cap applies to workloads that write (each write rewrites
+    /// its file), not to the read-only ones, which then run as many operations as on the
+    /// memory driver they are compared with.
+    @Test func theJSONCapAppliesOnlyToWorkloadsThatWrite() {
+        var options = BenchOptions()
+        options.operations = 10_000
+        for workload in [Workload.pointReads, .ycsbC] {
+            #expect(workload.isReadOnly)
+            #expect(options.operations(workload, for: "json") == 10_000)
+            #expect(options.operations(workload, for: "memory") == 10_000)
+        }
+        for workload in [Workload.ycsbA, .ycsbB, .ycsbD, .ycsbF] {
+            #expect(!workload.isReadOnly)
+            #expect(options.operations(workload, for: "json") == options.jsonOperationLimit)
+            #expect(options.operations(workload, for: "sqlite") == 10_000)
+        }
+        #expect(options.operations(.ycsbE, for: "json") == options.unorderedScanLimit)
+    }
+}
