@@ -7,9 +7,13 @@ enum UniqueChecks {
         CollectionSchema(name: try Fixture.users, idKind: idKind, uniqueConstraints: constraints)
     }
 
-    /// A check on a `users` collection prepared with `constraints`.
-    static func unique(_ name: String, _ constraints: [UniqueConstraint], _ body: @escaping @Sendable (any StorageDriver, CollectionName, Expect) async throws -> Void) -> ConformanceCheck {
-        .driver("unique." + name, requires: .uniqueConstraints) { driver, expect in
+    /// A check on a `users` collection prepared with `constraints`, for drivers with unique
+    /// constraints and the capabilities in `also`.
+    static func unique(
+        _ name: String, _ constraints: [UniqueConstraint], also: DriverCapabilities = [],
+        _ body: @escaping @Sendable (any StorageDriver, CollectionName, Expect) async throws -> Void
+    ) -> ConformanceCheck {
+        .driver("unique." + name, requires: DriverCapabilities.uniqueConstraints.union(also)) { driver, expect in
             let schema = try users(constraints)
             try await driver.write { tx in try tx.prepare(schema) }
             try await body(driver, schema.name, expect)
@@ -44,8 +48,7 @@ enum UniqueChecks {
             let outcome = try await driver.write { tx in try tx.save(Record(id: 1, fields: ["email": "a", "n": 1]), into: users) }
             try expect.equal(outcome, .updated, "save of the holder with its own email")
         },
-        unique("assignedIdInsertChecked", [email]) { driver, users, expect in
-            guard driver.capabilities.contains(.assignedIDs) else { return }
+        unique("assignedIdInsertChecked", [email], also: .assignedIDs) { driver, users, expect in
             _ = try await driver.write { tx in try tx.insert(fields: ["email": "a"], into: users) }
             try await expect.throwsCode(.uniqueViolation, "assigned-id insert of a taken email") {
                 try await driver.write { tx in try tx.insert(fields: ["email": "a"], into: users) }
@@ -138,8 +141,7 @@ enum UniqueChecks {
             ], into: users)
             try expect.equal(try await driver.count(in: users), 5, "case, normalization and trailing space all distinct")
         },
-        unique("violationRollsBackTransaction", [email]) { driver, users, expect in
-            guard driver.capabilities.contains(.transactions) else { return }
+        unique("violationRollsBackTransaction", [email], also: .transactions) { driver, users, expect in
             try await driver.seed([Record(id: 1, fields: ["email": "a"])], into: users)
             try await expect.throwsCode(.uniqueViolation, "second write of the transaction") {
                 try await driver.write { tx in
