@@ -117,7 +117,7 @@ enum ValueKey {
                 return .int(sum)
             }
         case stringKind:
-            guard let s = utf8String(body) else { throw corrupt("a string") }
+            guard let s = String(exactUTF8: body) else { throw corrupt("a string") }
             return .string(s)
         case bytesKind:
             return .bytes(Data(body))
@@ -135,26 +135,6 @@ enum ValueKey {
             }
         default:
             throw corrupt("a value of unknown kind")
-        }
-    }
-
-    /// `bytes` as a string, `nil` when they are not valid UTF-8. ASCII, the common case, is
-    /// recognized a word at a time and needs no further check; anything else goes through the
-    /// standard library's validation (whose generic entry point costs more than the check).
-    static func utf8String(_ bytes: UnsafeRawBufferPointer) -> String? {
-        var high: UInt64 = 0
-        var offset = 0
-        while offset + 8 <= bytes.count {
-            high |= bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-            offset += 8
-        }
-        while offset < bytes.count {
-            high |= UInt64(bytes[offset])
-            offset += 1
-        }
-        let ascii = high & 0x8080_8080_8080_8080 == 0
-        return bytes.withMemoryRebound(to: UInt8.self) { units in
-            ascii ? String(decoding: units, as: UTF8.self) : String(validating: units, as: UTF8.self)
         }
     }
 
