@@ -238,6 +238,9 @@ final class PGSession: @unchecked Sendable {
     /// stopped with `pg_ctl stop -m immediate` can close the connection without the query in
     /// flight ever failing (seen with postgres-nio 1.33 on a COMMIT), which would hang the
     /// caller.
+    /// What a wait for an answer reports when the connection closed before the answer came.
+    static let answerLost = DepotError(.remote, "The connection to the PostgreSQL server was lost before the statement was answered.")
+
     private func wait<Value: Sendable>(_ future: EventLoopFuture<Value>) throws -> Value {
         let done = DispatchSemaphore(value: 0)
         let outcome = NIOLockedValueBox<Result<Value, any Error>?>(nil)
@@ -251,7 +254,7 @@ final class PGSession: @unchecked Sendable {
             if timedOut && connection.isClosed {
                 // One last look: the answer may have come with the close.
                 if let result = outcome.withLockedValue({ $0 }) { return try result.get() }
-                throw DepotError(.remote, "The connection to the PostgreSQL server was lost before the statement was answered.")
+                throw PGSession.answerLost
             }
         }
     }
@@ -316,7 +319,7 @@ private final class RowHandOff: @unchecked Sendable {
             let signalled = condition.wait(until: Date(timeIntervalSinceNow: 0.1))
             waiting = false
             if !signalled, rows.isEmpty, outcome == nil, connectionClosed() {
-                outcome = .failure(DepotError(.remote, "The connection to the PostgreSQL server was lost before the statement was answered."))
+                outcome = .failure(PGSession.answerLost)
             }
         }
         let taken = rows

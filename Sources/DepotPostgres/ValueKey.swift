@@ -159,8 +159,8 @@ enum ValueKey {
     }
 
     /// Reads a `_depotsys_doubles` text back.
-    static func parseDoubles(_ text: String?) -> [Substring: NumberForm] {
-        guard let text, !text.isEmpty else { return [:] }
+    static func parseDoubles(_ text: String) -> [Substring: NumberForm] {
+        guard !text.isEmpty else { return [:] }
         var out: [Substring: NumberForm] = [:]
         for part in text.split(separator: ",") {
             if part.hasPrefix("-") { out[part.dropFirst()] = .negativeZero } else { out[part] = .double }
