@@ -96,7 +96,7 @@ public enum JSONText {
 
 extension Record {
     /// The record as one JSON object: `id` first in meaning, then its fields (sorted keys).
-    public var jsonText: String { JSONText.serialize(jsonObject) }
+    public var jsonText: String { String(decoding: JSONText.recordBytes(id: id, fields: fields), as: UTF8.self) }
 
     /// The record as the JSON object value ``jsonText`` writes: its fields and its `id`.
     /// ``init(jsonObject:)`` reads it back.
@@ -114,5 +114,30 @@ extension Record {
             throw DepotError(.decoding, "A record needs an \"id\" that is an integer or a string.")
         }
         self.init(id: id, fields: members)
+    }
+}
+
+extension JSONText {
+    /// The compact JSON text of the record object with `id` and `fields` (``Record/jsonText``:
+    /// the members of ``Record/jsonObject``, `id` among them, in key order), written from the
+    /// fields as they are: no dictionary is copied to add the `id`. `droppingNulls` leaves
+    /// out the fields whose value is `null`.
+    package static func recordBytes(id: RecordID, fields: [String: FieldValue], droppingNulls: Bool = false) -> [UInt8] {
+        var members: [(key: String, value: FieldValue)] = []
+        members.reserveCapacity(fields.count + 1)
+        for (key, value) in fields where key != "id" && !(droppingNulls && value.isNull) { members.append((key, value)) }
+        members.append((key: "id", value: id.fieldValue))
+        members.sort { JSONWriter.utf8Precedes($0.key, $1.key) }
+        // Never a one-member object of a tag key: `id` is always a member.
+        var writer = JSONWriter(pretty: false, capacity: 256)
+        writer.byte(0x7B)
+        for (n, member) in members.enumerated() {
+            if n > 0 { writer.byte(0x2C) }
+            writer.string(member.key)
+            writer.colon()
+            writer.value(member.value, level: 1)
+        }
+        writer.byte(0x7D)
+        return writer.bytes
     }
 }

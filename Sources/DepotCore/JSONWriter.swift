@@ -165,21 +165,39 @@ package struct JSONWriter {
         if members.isEmpty { raw("{}"); return }
         byte(0x7B)
         var first = true
-        for key in JSONWriter.sortedKeys(members) {
+        for (key, member) in JSONWriter.sortedMembers(members) {
             if !first { byte(0x2C) }
             first = false
             newline(level: level + 1)
             string(key)
             colon()
-            // The key came from the dictionary itself; `?? .null` only avoids a force unwrap.
-            value(members[key] ?? .null, level: level + 1)
+            value(member, level: level + 1)
         }
         newline(level: level)
         byte(0x7D)
     }
 
-    /// The keys of `members` in UTF-8 byte order.
-    package static func sortedKeys(_ members: [String: FieldValue]) -> [String] {
-        members.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    /// The members of `members` in UTF-8 byte order of their keys: sorted as pairs, so
+    /// writing them looks no key up again.
+    package static func sortedMembers(_ members: [String: FieldValue]) -> [(key: String, value: FieldValue)] {
+        members.sorted { utf8Precedes($0.key, $1.key) }
+    }
+
+    /// Whether `a` comes before `b` in the order of their UTF-8 bytes (the order of object
+    /// keys), comparing the bytes in place when both strings have them contiguous.
+    package static func utf8Precedes(_ a: String, _ b: String) -> Bool {
+        let inPlace = a.utf8.withContiguousStorageIfAvailable { x in
+            b.utf8.withContiguousStorageIfAvailable { y -> Bool in
+                let n = Swift.min(x.count, y.count)
+                var i = 0
+                while i < n {
+                    if x[i] != y[i] { return x[i] < y[i] }
+                    i += 1
+                }
+                return x.count < y.count
+            }
+        }
+        if let inPlace, let result = inPlace { return result }
+        return a.utf8.lexicographicallyPrecedes(b.utf8)
     }
 }

@@ -163,12 +163,12 @@ enum JSONDocument {
         case .int(let i): w.int(i)
         case .string(let s): w.string(s)
         }
-        for key in JSONWriter.sortedKeys(fields) {
+        for (key, value) in JSONWriter.sortedMembers(fields) {
             w.byte(0x2C)
             w.newline(level: level + 1)
             w.string(key)
             w.colon()
-            w.value(fields[key] ?? .null, level: level + 1)
+            w.value(value, level: level + 1)
         }
         w.newline(level: level)
         w.byte(0x7D)

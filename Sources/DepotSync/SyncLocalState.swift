@@ -66,7 +66,7 @@ enum SyncLocal {
     /// its own hash.
     static func stateHash(_ id: RecordID, _ fields: [String: FieldValue]?) -> String {
         guard let fields else { return "deleted" }
-        return WireETag.hash(Record(id: id, fields: fields.filter { !$0.value.isNull }).jsonText.utf8)
+        return WireETag.hash(JSONText.recordBytes(id: id, fields: fields, droppingNulls: true))
     }
 
     static func pendingEntries(_ tx: StoreReadTransaction, _ collection: String, _ id: RecordID) throws -> [OutboxEntry] {

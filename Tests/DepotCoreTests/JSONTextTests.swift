@@ -53,4 +53,38 @@ import Testing
         #expect(try Record(jsonObject: JSONText.parse(record.jsonText)) == record)
         #expect(throws: DepotError.self) { try Record(jsonObject: ["id": 1.5]) }
     }
+
+    /// `JSONText.recordBytes`, which writes a record's JSON from its fields without building
+    /// the object, gives the bytes of the object written whole: keys of several scripts and
+    /// lengths, every kind of value, a field named `id` (the record id wins), and with the
+    /// nulls dropped as a sync state hash drops them.
+    @Test func recordBytesAreTheRecordObjectsText() throws {
+        var random = SplitMix64(seed: 20261127)
+        let keys = ["a", "aa", "a_", "A", "Z", "_x", "é", "e\u{301}", "b2", "b10", "name", "id", "$bytes", "ß", "日本", "zz"]
+        let values: [FieldValue] = [
+            .null, true, 0, -7, 1.5, -0.0, .double(.infinity), "", "tab\t\"q\"", .bytes(Data([0, 255])),
+            ["x", 1, .null], ["$bytes": "not bytes"], ["é": 1, "e": 2, "nested": ["$double": "Infinity"]],
+        ]
+        for round in 0..<300 {
+            var fields: [String: FieldValue] = [:]
+            for _ in 0..<Int.random(in: 0...10, using: &random) {
+                fields[keys[Int.random(in: 0..<keys.count, using: &random)]] = values[Int.random(in: 0..<values.count, using: &random)]
+            }
+            let id: RecordID = round.isMultiple(of: 2) ? .int(Int64(round) - 150) : .string("r\(round)é")
+            let whole = Array(JSONText.serialize(Record(id: id, fields: fields).jsonObject).utf8)
+            #expect(JSONText.recordBytes(id: id, fields: fields) == whole)
+            #expect(Array(Record(id: id, fields: fields).jsonText.utf8) == whole)
+            let withoutNulls = Array(JSONText.serialize(Record(id: id, fields: fields.filter { !$0.value.isNull }).jsonObject).utf8)
+            #expect(JSONText.recordBytes(id: id, fields: fields, droppingNulls: true) == withoutNulls)
+        }
+    }
+
+    /// Object keys are written in the order of their UTF-8 bytes: a key before the longer
+    /// keys it begins, capitals before small letters, other scripts after ASCII.
+    @Test func membersSortByUTF8Bytes() {
+        let object: [String: FieldValue] = ["é": 1, "f": 3, "ea": 4, "e": 5, "E": 6, "": 7, "日": 8, "_": 9]
+        let order = JSONWriter.sortedMembers(object).map(\.key)
+        #expect(order == ["", "E", "_", "e", "ea", "f", "é", "日"])
+        #expect(Array(JSONText.serialize(.object(object)).utf8) == Array(#"{"":7,"E":6,"_":9,"e":5,"ea":4,"f":3,"é":1,"日":8}"#.utf8))
+    }
 }
