@@ -158,11 +158,19 @@ public struct SyncEndpoint: Sendable {
     /// Server JSON object -> a local record; `nil` when it has no usable id. Keys that are
     /// not valid field names are dropped.
     func fromServer(_ value: FieldValue) -> Record? {
-        guard case .object(var object) = value, let idValue = object.removeValue(forKey: idField), let id = RecordID(idValue) else { return nil }
+        guard case .object(let object) = value, let idValue = object[idField], let id = RecordID(idValue) else { return nil }
+        if fieldMapping.isEmpty, object.allSatisfy({ $0.key == idField || (!$0.value.isNull && FieldName.isValid($0.key)) }) {
+            // The usual answer: every member is a field as it is. A copy of the object's
+            // table without the id, instead of a new table built member by member.
+            var fields = object
+            fields.removeValue(forKey: idField)
+            return Record(id: id, fields: fields)
+        }
         var reverse: [String: String] = [:]
         for (model, server) in fieldMapping { reverse[server] = model }
         var fields: [String: FieldValue] = [:]
-        for (key, value) in object {
+        fields.reserveCapacity(object.count)
+        for (key, value) in object where key != idField {
             let name = reverse[key] ?? key
             guard FieldName.isValid(name), !value.isNull else { continue }
             fields[name] = value
