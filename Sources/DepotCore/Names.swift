@@ -79,11 +79,26 @@ public struct CollectionName: Hashable, Sendable, Comparable, CustomStringConver
 public enum FieldName {
     /// `true` when `name` may be a top-level field name.
     public static func isValid(_ name: String) -> Bool {
-        let bytes = name.utf8
-        guard let first = bytes.first, bytes.count <= 63, isLetter(first) || first == 0x5F else { return false }
-        guard bytes.allSatisfy({ isLetter($0) || isDigit($0) || $0 == 0x5F }) else { return false }
-        if first == 0x69 && bytes.count == 2 && name == "id" { return false }
-        if first == 0x5F && bytes.starts(with: "_depot".utf8) { return false }
+        // Every write checks each field's name: read the bytes in place where the string
+        // has them (native and small strings), through a copy otherwise.
+        if let answer = name.utf8.withContiguousStorageIfAvailable(isValid(utf8:)) { return answer }
+        return Array(name.utf8).withUnsafeBufferPointer(isValid(utf8:))
+    }
+
+    /// ``isValid(_:)`` of a name's UTF-8 bytes.
+    private static func isValid(utf8 b: UnsafeBufferPointer<UInt8>) -> Bool {
+        let n = b.count
+        guard n >= 1, n <= 63 else { return false }
+        let first = b[0]
+        guard isLetter(first) || first == 0x5F else { return false }
+        var i = 1
+        while i < n {
+            let c = b[i]
+            guard isLetter(c) || isDigit(c) || c == 0x5F else { return false }
+            i += 1
+        }
+        if n == 2 && first == 0x69 && b[1] == 0x64 { return false }  // "id"
+        if first == 0x5F && n >= 6 && b[1] == 0x64 && b[2] == 0x65 && b[3] == 0x70 && b[4] == 0x6F && b[5] == 0x74 { return false }  // "_depot…"
         return true
     }
 

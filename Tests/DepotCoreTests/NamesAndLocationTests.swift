@@ -30,6 +30,10 @@ import Testing
     @Test func fieldNames() {
         #expect(FieldName.isValid("name") && FieldName.isValid("_private") && FieldName.isValid("Name"))
         #expect(!FieldName.isValid("id") && !FieldName.isValid("_depot_x") && !FieldName.isValid("a.b") && !FieldName.isValid(""))
+        let accepted = ["a", "_", "iD", "ids", "i", "_depo", "_Depot", "x_depot", "a1", String(repeating: "z", count: 63)]
+        let refused = ["_depot", "_depotsys_doubles", "1a", "a-b", "a b", "é", "aé", "a\u{0}", String(repeating: "z", count: 64), "Ｉd"]
+        for name in accepted { #expect(FieldName.isValid(name), "\(name)") }
+        for name in refused { #expect(!FieldName.isValid(name), "\(name)") }
     }
 
     @Test func storeStrings() throws {
