@@ -50,6 +50,10 @@ package struct JSONReader {
     /// Whether `{"$base64":"..."}` (the bytes tag of Depot's first HTTP wire format) is
     /// read as bytes; otherwise it is an ordinary object.
     package let acceptsLegacyBase64: Bool
+    /// The members read so far of the objects being read, innermost last: an object puts
+    /// its members in a table sized for them once it has read them all
+    /// (``readObjectValue(depth:)``), and this one buffer serves every object.
+    private var pendingMembers: [(key: String, value: FieldValue, offset: Int)] = []
 
     /// A reader at the start of `input`.
     package init(_ input: UnsafeBufferPointer<UInt8>, maximumDepth: Int = FieldValue.maximumDepth,
@@ -230,27 +234,43 @@ package struct JSONReader {
     /// first, so only objects whose first key is `$object` pay for the look ahead.
     private mutating func readObjectValue(depth: Int) throws -> FieldValue {
         let start = position
-        var members: [String: FieldValue] = [:]
+        // The members are gathered first and put in a table made for their number at the
+        // end: a table grown member by member hashes every key again at each growth. A key
+        // that appears twice is reported then, at its second place.
+        let base = pendingMembers.count
         var escaped: [String: FieldValue]?
         try readObject(checkingDuplicates: false) { reader, key, keyOffset in
-            if key == "$object", members.isEmpty, reader.peek() == 0x7B, reader.isOnlyMember() {
-                var inner: [String: FieldValue] = [:]
+            if key == "$object", reader.pendingMembers.count == base, reader.peek() == 0x7B, reader.isOnlyMember() {
+                let innerBase = reader.pendingMembers.count
                 try reader.readObject(checkingDuplicates: false) { r, k, kOffset in
                     let value = try r.readValue(depth: depth + 1)
-                    guard inner.updateValue(value, forKey: k) == nil else { throw r.duplicateKey(k, at: kOffset) }
+                    r.pendingMembers.append((k, value, kOffset))
                 }
-                escaped = inner
-                members[key] = .null
+                escaped = try reader.takeMembers(from: innerBase)
+                reader.pendingMembers.append((key, .null, keyOffset))
             } else {
                 let value = try reader.readValue(depth: depth + 1)
-                guard members.updateValue(value, forKey: key) == nil else { throw reader.duplicateKey(key, at: keyOffset) }
+                reader.pendingMembers.append((key, value, keyOffset))
             }
         }
+        let members = try takeMembers(from: base)
         if let escaped { return .object(escaped) }
         if members.count == 1, let (key, value) = members.first, key.utf8.first == 0x24 {
             return try decodeTag(key, value, at: start) ?? .object(members)
         }
         return .object(members)
+    }
+
+    /// The members of ``pendingMembers`` from `base` on (one object's), as its table; they
+    /// leave the buffer.
+    /// - Throws: `.decoding` (`.corrupted` for a file) naming the first key read twice.
+    private mutating func takeMembers(from base: Int) throws -> [String: FieldValue] {
+        defer { pendingMembers.removeSubrange(base...) }
+        var table = [String: FieldValue](minimumCapacity: pendingMembers.count - base)
+        for member in pendingMembers[base...] {
+            guard table.updateValue(member.value, forKey: member.key) == nil else { throw duplicateKey(member.key, at: member.offset) }
+        }
+        return table
     }
 
     /// `true` when the value at the current position is followed by the closing `}`.
