@@ -127,7 +127,7 @@ extension JSONText {
         members.reserveCapacity(fields.count + 1)
         for (key, value) in fields where key != "id" && !(droppingNulls && value.isNull) { members.append((key, value)) }
         members.append((key: "id", value: id.fieldValue))
-        members.sort { JSONWriter.utf8Precedes($0.key, $1.key) }
+        members.sort { BinaryText.compare($0.key, $1.key) < 0 }
         // Never a one-member object of a tag key: `id` is always a member.
         var writer = JSONWriter(pretty: false, capacity: 256)
         writer.byte(0x7B)

@@ -177,27 +177,9 @@ package struct JSONWriter {
         byte(0x7D)
     }
 
-    /// The members of `members` in UTF-8 byte order of their keys: sorted as pairs, so
-    /// writing them looks no key up again.
+    /// The members of `members` in UTF-8 byte order of their keys (``BinaryText``): sorted
+    /// as pairs, so writing them looks no key up again.
     package static func sortedMembers(_ members: [String: FieldValue]) -> [(key: String, value: FieldValue)] {
-        members.sorted { utf8Precedes($0.key, $1.key) }
-    }
-
-    /// Whether `a` comes before `b` in the order of their UTF-8 bytes (the order of object
-    /// keys), comparing the bytes in place when both strings have them contiguous.
-    package static func utf8Precedes(_ a: String, _ b: String) -> Bool {
-        let inPlace = a.utf8.withContiguousStorageIfAvailable { x in
-            b.utf8.withContiguousStorageIfAvailable { y -> Bool in
-                let n = Swift.min(x.count, y.count)
-                var i = 0
-                while i < n {
-                    if x[i] != y[i] { return x[i] < y[i] }
-                    i += 1
-                }
-                return x.count < y.count
-            }
-        }
-        if let inPlace, let result = inPlace { return result }
-        return a.utf8.lexicographicallyPrecedes(b.utf8)
+        members.sorted { BinaryText.compare($0.key, $1.key) < 0 }
     }
 }
