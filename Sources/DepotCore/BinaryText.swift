@@ -24,6 +24,28 @@ package enum BinaryText {
         }
     }
 
+    /// The first eight UTF-8 bytes of `s` as a big-endian integer, zeros past its end: two
+    /// strings whose prefixes differ order as these integers do (``compare(_:_:)``'s
+    /// order); strings with equal prefixes must be compared in full.
+    @inlinable
+    package static func prefix(_ s: String) -> UInt64 {
+        var key: UInt64 = 0
+        var shift: UInt64 = 56
+        for byte in s.utf8 {
+            key |= UInt64(byte) &<< shift
+            if shift == 0 { break }
+            shift &-= 8
+        }
+        return key
+    }
+
+    /// `true` when the string with prefix `pa` (``prefix(_:)``) and text `a` orders before
+    /// the one with `pb` and `b`: the prefixes decide, the texts only when they are equal.
+    @inlinable
+    package static func precedes(_ pa: UInt64, _ a: String, _ pb: UInt64, _ b: String) -> Bool {
+        pa != pb ? pa < pb : compare(a, b) < 0
+    }
+
     /// The same UTF-8 bytes (no Unicode normalization).
     @inlinable
     package static func equal(_ a: String, _ b: String) -> Bool {

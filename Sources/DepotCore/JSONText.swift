@@ -123,13 +123,25 @@ extension JSONText {
     /// fields as they are: no dictionary is copied to add the `id`. `droppingNulls` leaves
     /// out the fields whose value is `null`.
     package static func recordBytes(id: RecordID, fields: [String: FieldValue], droppingNulls: Bool = false) -> [UInt8] {
-        var members: [(key: String, value: FieldValue)] = []
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        appendRecord(id: id, fields: fields, droppingNulls: droppingNulls, to: &out)
+        return out
+    }
+
+    /// ``recordBytes(id:fields:droppingNulls:)`` appended to `out`: how a list of records
+    /// is written into one buffer.
+    package static func appendRecord(id: RecordID, fields: [String: FieldValue], droppingNulls: Bool = false, to out: inout [UInt8]) {
+        var members: [(prefix: UInt64, key: String, value: FieldValue)] = []
         members.reserveCapacity(fields.count + 1)
-        for (key, value) in fields where key != "id" && !(droppingNulls && value.isNull) { members.append((key, value)) }
-        members.append((key: "id", value: id.fieldValue))
-        members.sort { BinaryText.compare($0.key, $1.key) < 0 }
+        for (key, value) in fields where key != "id" && !(droppingNulls && value.isNull) {
+            members.append((BinaryText.prefix(key), key, value))
+        }
+        members.append((BinaryText.prefix("id"), "id", id.fieldValue))
+        members.sort { BinaryText.precedes($0.prefix, $0.key, $1.prefix, $1.key) }
         // Never a one-member object of a tag key: `id` is always a member.
-        var writer = JSONWriter(pretty: false, capacity: 256)
+        var writer = JSONWriter(pretty: false, capacity: 0)
+        swap(&writer.bytes, &out)
         writer.byte(0x7B)
         for (n, member) in members.enumerated() {
             if n > 0 { writer.byte(0x2C) }
@@ -138,6 +150,6 @@ extension JSONText {
             writer.value(member.value, level: 1)
         }
         writer.byte(0x7D)
-        return writer.bytes
+        swap(&writer.bytes, &out)
     }
 }

@@ -165,7 +165,7 @@ package struct JSONWriter {
         if members.isEmpty { raw("{}"); return }
         byte(0x7B)
         var first = true
-        for (key, member) in JSONWriter.sortedMembers(members) {
+        for (_, key, member) in JSONWriter.sortedMembers(members) {
             if !first { byte(0x2C) }
             first = false
             newline(level: level + 1)
@@ -179,7 +179,13 @@ package struct JSONWriter {
 
     /// The members of `members` in UTF-8 byte order of their keys (``BinaryText``): sorted
     /// as pairs, so writing them looks no key up again.
-    package static func sortedMembers(_ members: [String: FieldValue]) -> [(key: String, value: FieldValue)] {
-        members.sorted { BinaryText.compare($0.key, $1.key) < 0 }
+    /// Each key's first bytes are read once (``BinaryText/prefix(_:)``), so most comparisons
+    /// are of two integers.
+    package static func sortedMembers(_ members: [String: FieldValue]) -> [(prefix: UInt64, key: String, value: FieldValue)] {
+        var sorted: [(prefix: UInt64, key: String, value: FieldValue)] = []
+        sorted.reserveCapacity(members.count)
+        for (key, value) in members { sorted.append((BinaryText.prefix(key), key, value)) }
+        sorted.sort { BinaryText.precedes($0.prefix, $0.key, $1.prefix, $1.key) }
+        return sorted
     }
 }

@@ -163,7 +163,7 @@ enum JSONDocument {
         case .int(let i): w.int(i)
         case .string(let s): w.string(s)
         }
-        for (key, value) in JSONWriter.sortedMembers(fields) {
+        for (_, key, value) in JSONWriter.sortedMembers(fields) {
             w.byte(0x2C)
             w.newline(level: level + 1)
             w.string(key)

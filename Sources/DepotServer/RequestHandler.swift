@@ -177,9 +177,10 @@ struct RequestHandler: Sendable {
         }
         guard let (total, records) = result else { throw HTTPFailure.notFound("No collection \(Self.quoted(collection.rawValue)).") }
         var bytes: [UInt8] = [0x5B]
+        bytes.reserveCapacity(records.count * 128 + 2)
         for (n, record) in records.enumerated() {
             if n > 0 { bytes.append(0x2C) }
-            JSONText.write(record.jsonObject, into: &bytes)
+            JSONText.appendRecord(id: record.id, fields: record.fields, to: &bytes)
         }
         bytes.append(0x5D)
         let body = String(decoding: bytes, as: UTF8.self)

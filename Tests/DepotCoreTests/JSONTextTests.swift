@@ -87,4 +87,39 @@ import Testing
         #expect(order == ["", "E", "_", "e", "ea", "f", "é", "日"])
         #expect(Array(JSONText.serialize(.object(object)).utf8) == Array(#"{"":7,"E":6,"_":9,"e":5,"ea":4,"f":3,"é":1,"日":8}"#.utf8))
     }
+
+    /// Keys that share their first eight bytes, differ only past them, hold NUL or other
+    /// scripts are written in the order of their UTF-8 bytes, in an object and in a
+    /// record's text (each compared with text built here from keys sorted byte by byte).
+    @Test func membersSortByUTF8BytesPastTheirPrefix() {
+        var random = SplitMix64(seed: 77)
+        let pieces = ["a", "ab", "\u{0}", "é", "Z", "longprefix", "longprefiy", "_", "日本", "z"]
+        func byBytes(_ a: String, _ b: String) -> Bool { Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8)) }
+        func text(_ members: [(String, Int64)]) -> [UInt8] {
+            var out: [UInt8] = [0x7B]
+            for (n, (key, value)) in members.enumerated() {
+                if n > 0 { out.append(0x2C) }
+                JSONText.writeString(key, into: &out)
+                out.append(0x3A)
+                out.append(contentsOf: Array(String(value).utf8))
+            }
+            out.append(0x7D)
+            return out
+        }
+        for _ in 0..<300 {
+            var object: [String: FieldValue] = [:]
+            var values: [String: Int64] = [:]
+            for n in 0..<Int.random(in: 1...12, using: &random) {
+                var key = ""
+                for _ in 0..<Int.random(in: 0...3, using: &random) { key += pieces[Int.random(in: 0..<pieces.count, using: &random)] }
+                object[key] = .int(Int64(n))
+                values[key] = Int64(n)
+            }
+            let sortedKeys = object.keys.sorted(by: byBytes)
+            #expect(JSONWriter.sortedMembers(object).map(\.key) == sortedKeys)
+            #expect(Array(JSONText.serialize(.object(object)).utf8) == text(sortedKeys.map { ($0, values[$0] ?? -1) }))
+            let withID = (Array(object.keys) + ["id"]).sorted(by: byBytes)
+            #expect(JSONText.recordBytes(id: .int(-5), fields: object) == text(withID.map { ($0, $0 == "id" ? -5 : values[$0] ?? -1) }))
+        }
+    }
 }
