@@ -47,17 +47,49 @@ extension RequestHandler {
             }
         }
         for (index, response) in await applyAll(writes.map(\.1)).enumerated() { answers[writes[index].0] = response }
-        var bytes = Array("{\"results\":[".utf8)
+        var writer = JSONWriter(pretty: false, capacity: 256 * answers.count + 16)
+        writer.raw("{\"results\":[")
         for (n, answer) in answers.enumerated() {
-            if n > 0 { bytes.append(UInt8(ascii: ",")) }
-            let response = answer ?? WireResponse.failure(500, "internal", "The server failed to handle the request.")
-            var headers: [String: FieldValue] = [:]
-            for (name, value) in response.headers { headers[name] = .string(value) }
-            let object: FieldValue = .object(["status": .int(Int64(response.status)), "headers": .object(headers), "body": .string(response.body)])
-            JSONText.write(object, into: &bytes)
+            if n > 0 { writer.byte(UInt8(ascii: ",")) }
+            Self.writeAnswer(answer ?? WireResponse.failure(500, "internal", "The server failed to handle the request."), into: &writer)
         }
-        bytes.append(contentsOf: Array("]}".utf8))
-        return .json(200, String(decoding: bytes, as: UTF8.self))
+        writer.raw("]}")
+        return .json(200, String(decoding: writer.bytes, as: UTF8.self))
+    }
+
+    /// One entry's answer as the batch carries it, `{"body":…,"headers":{…},"status":…}`:
+    /// the text of that object written as a ``FieldValue`` (keys in byte order, a header
+    /// named twice keeping its last value), without building it.
+    static func writeAnswer(_ response: WireResponse, into writer: inout JSONWriter) {
+        var headers: [(prefix: UInt64, name: String, value: String)] = []
+        headers.reserveCapacity(response.headers.count)
+        for (name, value) in response.headers { headers.append((BinaryText.prefix(name), name, value)) }
+        // Stable: of one name's values the last one given stays last.
+        headers.sort { BinaryText.precedes($0.prefix, $0.name, $1.prefix, $1.name) }
+        var kept: [(name: String, value: String)] = []
+        kept.reserveCapacity(headers.count)
+        for (n, header) in headers.enumerated() where n + 1 == headers.count || !BinaryText.equal(header.name, headers[n + 1].name) {
+            kept.append((header.name, header.value))
+        }
+        writer.raw("{\"body\":")
+        writer.string(response.body)
+        writer.raw(",\"headers\":")
+        if kept.count == 1, JSONWriter.isTag(kept[0].name) {
+            // A lone header named like a tag is wrapped, as the object's writer does.
+            writer.value(.object([kept[0].name: .string(kept[0].value)]), level: 1)
+        } else {
+            writer.byte(UInt8(ascii: "{"))
+            for (n, header) in kept.enumerated() {
+                if n > 0 { writer.byte(UInt8(ascii: ",")) }
+                writer.string(header.name)
+                writer.colon()
+                writer.string(header.value)
+            }
+            writer.byte(UInt8(ascii: "}"))
+        }
+        writer.raw(",\"status\":")
+        writer.int(Int64(response.status))
+        writer.byte(UInt8(ascii: "}"))
     }
 
     /// Applies `writes` in order, each with exactly its single-request answer, in as few

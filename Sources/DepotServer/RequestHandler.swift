@@ -323,7 +323,9 @@ struct RequestHandler: Sendable {
     static func pathText(_ id: RecordID) -> String {
         switch id {
         case .int(let i): return String(i)
-        case .string(let s): return s.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? s
+        case .string(let s):
+            if URLText.isUnreserved(s) { return s }
+            return s.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? s
         }
     }
 

@@ -119,8 +119,9 @@ extension SyncCoordinator {
             sending.append((index, entry, request))
         }
         var requests: [FieldValue] = []
+        guard let base = endpoint.wireBase() else { return nil }
         for item in sending {
-            guard let url = item.request.url, let path = endpoint.wirePath(url) else { return nil }
+            guard let url = item.request.url, let path = endpoint.wirePath(url, base: base) else { return nil }
             var headers: [String: FieldValue] = [:]
             for (name, value) in item.request.headers { headers[name] = .string(value) }
             var request: [String: FieldValue] = ["method": .string(item.request.method), "path": .string(path), "headers": .object(headers)]

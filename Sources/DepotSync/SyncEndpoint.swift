@@ -122,6 +122,7 @@ public struct SyncEndpoint: Sendable {
         let text: String
         switch id {
         case .int(let i): text = String(i)
+        case .string(let s) where URLText.isUnreserved(s): text = s
         case .string(let s): text = s.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? s
         }
         return url("/" + text)
@@ -138,10 +139,21 @@ public struct SyncEndpoint: Sendable {
     /// and relative to the server root the batch is posted to (the base URL's own path, if
     /// any, removed). `nil` for a URL outside the base URL.
     func wirePath(_ url: URL) -> String? {
-        guard let full = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath,
-            var base = URLComponents(url: baseURL, resolvingAgainstBaseURL: false)?.percentEncodedPath
-        else { return nil }
+        guard let base = wireBase() else { return nil }
+        return wirePath(url, base: base)
+    }
+
+    /// The base URL's own percent-encoded path without its trailing `/`: what
+    /// ``wirePath(_:base:)`` removes (computed once for a whole batch).
+    func wireBase() -> String? {
+        guard var base = URLComponents(url: baseURL, resolvingAgainstBaseURL: false)?.percentEncodedPath else { return nil }
         while base.hasSuffix("/") { base.removeLast() }
+        return base
+    }
+
+    /// ``wirePath(_:)`` with the base URL's path given (``wireBase()``).
+    func wirePath(_ url: URL, base: String) -> String? {
+        guard let full = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath else { return nil }
         guard full.hasPrefix(base) else { return nil }
         let path = String(full.dropFirst(base.count))
         return path.hasPrefix("/") ? path : nil
