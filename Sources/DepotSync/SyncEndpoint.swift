@@ -161,6 +161,13 @@ public struct SyncEndpoint: Sendable {
 
     /// Model fields -> server JSON object (the id under ``idField`` when given).
     func toServer(_ fields: [String: FieldValue], id: RecordID?) -> FieldValue {
+        if fieldMapping.isEmpty {
+            // Every field keeps its name: a copy of the fields' table and the id added,
+            // instead of a new table built member by member.
+            var out = fields
+            if let id { out[idField] = id.fieldValue }
+            return .object(out)
+        }
         var out: [String: FieldValue] = [:]
         for (name, value) in fields { out[fieldMapping[name] ?? name] = value }
         if let id { out[idField] = id.fieldValue }

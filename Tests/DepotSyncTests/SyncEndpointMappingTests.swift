@@ -33,6 +33,16 @@ import Testing
         #expect(record == Record(id: 1, fields: ["name": "x"]))
     }
 
+    /// Local fields become the server's object: as they are plus the id under the id field,
+    /// renamed where a mapping says so, and without an id when none is given.
+    @Test func fieldsGoToTheServerUnderTheirNames() throws {
+        let fields: [String: FieldValue] = ["name": "x", "n": 1.5, "gone": .null, "tags": ["a"]]
+        #expect(try endpoint().toServer(fields, id: 7) == ["id": 7, "name": "x", "n": 1.5, "gone": .null, "tags": ["a"]])
+        #expect(try endpoint(idField: "_id").toServer(fields, id: "k") == ["_id": "k", "name": "x", "n": 1.5, "gone": .null, "tags": ["a"]])
+        #expect(try endpoint().toServer(fields, id: nil) == .object(fields))
+        #expect(try endpoint(mapping: ["name": "item_name"]).toServer(fields, id: 2) == ["id": 2, "item_name": "x", "n": 1.5, "gone": .null, "tags": ["a"]])
+    }
+
     @Test func withoutAUsableIDThereIsNoRecord() throws {
         #expect(try endpoint().fromServer(["name": "x"]) == nil)
         #expect(try endpoint().fromServer(["id": 1.5, "name": "x"]) == nil)
