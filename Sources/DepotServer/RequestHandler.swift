@@ -233,8 +233,12 @@ struct RequestHandler: Sendable {
     func item(_ collection: CollectionName, idText: String, request: WireRequest, link: Link?) async throws -> Resolved {
         switch request.method {
         case "GET":
-            let id = try await store.read { tx in try Self.recordID(idText, in: collection, tx) }
-            return .answer(try await get(collection, id: id, request: request, link: link))
+            // One read transaction: the id's kind and the record.
+            let (id, record) = try await store.read { tx in
+                let id = try Self.recordID(idText, in: collection, tx)
+                return (id, try tx.get(id, from: collection))
+            }
+            return .answer(try get(collection, id: id, found: record, request: request, link: link))
         case "PUT", "PATCH": return .write(try replace(collection, idText: idText, request: request, merge: request.method == "PATCH", link: link))
         case "DELETE": return .write(try delete(collection, idText: idText, request: request))
         default: throw methodNotAllowed(request.method)
@@ -254,8 +258,9 @@ struct RequestHandler: Sendable {
         }
     }
 
-    func get(_ collection: CollectionName, id: RecordID, request: WireRequest, link: Link?) async throws -> WireResponse {
-        let record = try await store.read { tx in try tx.get(id, from: collection) }
+    /// The answer to `GET` of the record with `id`, read as `found`: a 404 when there is
+    /// none (or it is not the link's), a 304 when the request's `If-None-Match` admits its tag.
+    func get(_ collection: CollectionName, id: RecordID, found record: Record?, request: WireRequest, link: Link?) throws -> WireResponse {
         guard let record, link.map({ record[$0.field] == $0.value }) ?? true else {
             throw HTTPFailure.notFound("No record \(id) in \(collection.rawValue).")
         }
