@@ -7,6 +7,8 @@ import Foundation
 struct RequestHandler: Sendable {
     let store: Store
     let configuration: DepotServer.Configuration
+    /// Single write requests that arrive together share transactions (``WriteGroup``).
+    let writeGroup = WriteGroup()
 
     func handle(_ request: WireRequest) async -> WireResponse {
         do {
@@ -46,7 +48,9 @@ struct RequestHandler: Sendable {
     func route(_ request: WireRequest) async throws -> WireResponse {
         switch try await resolve(request, inBatch: false) {
         case .answer(let response): return response
-        case .write(let write): return try await perform(write)
+        case .write(let write):
+            let handler = self
+            return await writeGroup.submit(write) { writes in await handler.applyAll(writes) }
         case .batch: return try await batch(request)
         }
     }
