@@ -41,7 +41,7 @@ final class WriteGroup: Sendable {
 
     /// Applies `write` alone or in a group and returns its answer; `apply` runs a group
     /// (``RequestHandler/applyAll(_:)``), answers in the order of the writes given.
-    func submit(_ write: PlannedWrite, _ apply: @Sendable ([PlannedWrite]) async -> [WireResponse]) async -> WireResponse {
+    func submit(_ write: PlannedWrite, _ apply: @escaping @Sendable ([PlannedWrite]) async -> [WireResponse]) async -> WireResponse {
         let turn: Turn = await withCheckedContinuation { continuation in
             let lead: Int? = state.withLock { state in
                 let id = state.nextID
@@ -61,14 +61,17 @@ final class WriteGroup: Sendable {
 
     /// Runs the waiting writes (the leader's `id` among them) as one group, answers the
     /// others, and hands the lead to the first that arrived meanwhile.
-    private func lead(_ id: Int, _ apply: @Sendable ([PlannedWrite]) async -> [WireResponse]) async -> WireResponse {
+    private func lead(_ id: Int, _ apply: @escaping @Sendable ([PlannedWrite]) async -> [WireResponse]) async -> WireResponse {
         let group: [Waiting] = state.withLock { state in
             let count = min(state.waiting.count, WriteGroup.maximumGroup)
             let group = Array(state.waiting.prefix(count))
             state.waiting.removeFirst(count)
             return group
         }
-        let answers = await apply(group.map(\.write))
+        let writes = group.map(\.write)
+        // A group holding other requests runs in a task of its own: the leader's request
+        // being cancelled (its client gone) must not reach the writes of the others.
+        let answers = writes.count == 1 ? await apply(writes) : await Task { await apply(writes) }.value
         var own: WireResponse?
         for (index, waiting) in group.enumerated() {
             let answer = index < answers.count ? answers[index] : WireResponse.failure(500, "internal", "The server failed to handle the request.")

@@ -20,7 +20,9 @@ struct WriteGroupTests {
             if holdFirst.withLock({ hold in defer { hold = false }; return hold }) {
                 await withCheckedContinuation { continuation in gate.withLock { $0 = continuation } }
             }
-            return writes.map { WireResponse(status: 201, headers: [("ETag", "\"\($0.fingerprint)\"")], body: $0.fingerprint) }
+            // A cancelled task's writes are refused here, as a driver that checks would.
+            let status = Task.isCancelled ? 499 : 201
+            return writes.map { WireResponse(status: status, headers: [("ETag", "\"\($0.fingerprint)\"")], body: $0.fingerprint) }
         }
 
         /// Lets the first group finish once it is waiting.
@@ -103,6 +105,25 @@ struct WriteGroupTests {
         #expect(await answers.value == count)
         let sizes = recorder.groups.withLock { $0.map(\.count) }
         #expect(sizes == [1, WriteGroup.maximumGroup, WriteGroup.maximumGroup, 7])
+    }
+
+    /// The request that leads a group being cancelled (its client gone) does not reach the
+    /// other requests of the group: their writes run and are answered as usual.
+    @Test func aCancelledLeaderDoesNotCancelItsGroup() async {
+        let group = WriteGroup()
+        let recorder = Recorder()
+        async let first = group.submit(Self.write("a"), recorder.apply)
+        while recorder.groups.withLock({ $0.count }) < 1 { await Task.yield() }
+        let leader = Task { await group.submit(Self.write("b"), recorder.apply) }
+        await Self.waitUntil(group, waiting: 1)
+        let others = (0..<5).map { n in Task { await group.submit(Self.write("o\(n)"), recorder.apply) } }
+        await Self.waitUntil(group, waiting: 6)
+        leader.cancel()
+        await recorder.release()
+        #expect(await first.status == 201)
+        for other in others { #expect(await other.value.status == 201) }
+        #expect(await leader.value.status == 201)
+        #expect(recorder.groups.withLock { $0.map(\.count) } == [1, 6])
     }
 
     /// Through a live server: concurrent POSTs, some taking an id another already has and
