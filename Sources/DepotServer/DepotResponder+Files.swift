@@ -57,7 +57,7 @@ extension DepotResponder {
         } catch let failure as HTTPFailure {
             return Self.response(failure.response)
         } catch {
-            return Self.response(WireResponse.failure(500, "internal", "The server failed to handle the request."))
+            return Self.response(WireResponse.internalFailure)
         }
     }
 

@@ -94,6 +94,9 @@ struct WireResponse: Sendable {
         WireResponse(status: status, headers: headers, body: body)
     }
 
+    /// The 500 of a failure that has no answer of its own (nothing of it reaches the client).
+    static var internalFailure: WireResponse { failure(500, "internal", "The server failed to handle the request.") }
+
     static func failure(_ status: Int, _ code: String, _ message: String, _ headers: [(String, String)] = []) -> WireResponse {
         let text = JSONText.serialize(.object(["error": .object(["code": .string(code), "message": .string(message)])]))
         return WireResponse(status: status, headers: headers, body: text)

@@ -51,7 +51,7 @@ extension RequestHandler {
         writer.raw("{\"results\":[")
         for (n, answer) in answers.enumerated() {
             if n > 0 { writer.byte(UInt8(ascii: ",")) }
-            Self.writeAnswer(answer ?? WireResponse.failure(500, "internal", "The server failed to handle the request."), into: &writer)
+            Self.writeAnswer(answer ?? WireResponse.internalFailure, into: &writer)
         }
         writer.raw("]}")
         return .json(200, String(decoding: writer.bytes, as: UTF8.self))
@@ -140,14 +140,14 @@ extension RequestHandler {
             }
             end = writes.count
         }
-        return answers.map { $0 ?? WireResponse.failure(500, "internal", "The server failed to handle the request.") }
+        return answers.map { $0 ?? WireResponse.internalFailure }
     }
 
     /// The answer a single request gets for `error` (what ``handle(_:)`` answers).
     static func failureResponse(_ error: any Error) -> WireResponse {
         if let failure = error as? HTTPFailure { return failure.response }
         if let error = error as? DepotError { return answer(for: error) }
-        return WireResponse.failure(500, "internal", "The server failed to handle the request.")
+        return WireResponse.internalFailure
     }
 
     /// Reads a batch body into one request per entry.

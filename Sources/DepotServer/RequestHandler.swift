@@ -38,7 +38,7 @@ struct RequestHandler: Sendable {
         case .locked: status = 503
         case .unsupported: status = 501
         case .closed: status = 503
-        default: return WireResponse.failure(500, "internal", "The server failed to handle the request.")
+        default: return WireResponse.internalFailure
         }
         return WireResponse.failure(status, error.code.name, error.message)
     }
@@ -59,7 +59,8 @@ struct RequestHandler: Sendable {
     enum Resolved: Sendable {
         /// A read (or a failure found early): the answer itself.
         case answer(WireResponse)
-        /// A write, checked as far as it can be without the store; ``perform(_:)`` runs it.
+        /// A write, checked as far as it can be without the store; a single request's runs
+        /// through ``WriteGroup`` (alone or beside others that arrived with it).
         case write(PlannedWrite)
         /// `POST /_batch` (RequestHandler+Batch.swift).
         case batch

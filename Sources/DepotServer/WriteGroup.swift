@@ -74,7 +74,7 @@ final class WriteGroup: Sendable {
         let answers = writes.count == 1 ? await apply(writes) : await Task { await apply(writes) }.value
         var own: WireResponse?
         for (index, waiting) in group.enumerated() {
-            let answer = index < answers.count ? answers[index] : WireResponse.failure(500, "internal", "The server failed to handle the request.")
+            let answer = index < answers.count ? answers[index] : WireResponse.internalFailure
             if waiting.id == id { own = answer } else { waiting.turn.resume(returning: .answered(answer)) }
         }
         let next: Waiting? = state.withLock { state in
@@ -83,6 +83,6 @@ final class WriteGroup: Sendable {
             return nil
         }
         if let next { next.turn.resume(returning: .lead(next.id)) }
-        return own ?? WireResponse.failure(500, "internal", "The server failed to handle the request.")
+        return own ?? WireResponse.internalFailure
     }
 }

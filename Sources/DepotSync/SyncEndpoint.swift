@@ -135,14 +135,6 @@ public struct SyncEndpoint: Sendable {
         return URL(string: text + "/_batch")
     }
 
-    /// The path of `url` as a batch entry carries it: percent-encoded, as sent on the wire,
-    /// and relative to the server root the batch is posted to (the base URL's own path, if
-    /// any, removed). `nil` for a URL outside the base URL.
-    func wirePath(_ url: URL) -> String? {
-        guard let base = wireBase() else { return nil }
-        return wirePath(url, base: base)
-    }
-
     /// The base URL's own percent-encoded path without its trailing `/`: what
     /// ``wirePath(_:base:)`` removes (computed once for a whole batch).
     func wireBase() -> String? {
@@ -151,7 +143,9 @@ public struct SyncEndpoint: Sendable {
         return base
     }
 
-    /// ``wirePath(_:)`` with the base URL's path given (``wireBase()``).
+    /// The path of `url` as a batch entry carries it: percent-encoded, as sent on the wire,
+    /// and relative to the server root the batch is posted to (`base`, the base URL's own
+    /// path from ``wireBase()``, removed). `nil` for a URL outside the base URL.
     func wirePath(_ url: URL, base: String) -> String? {
         guard let full = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath else { return nil }
         guard full.hasPrefix(base) else { return nil }
