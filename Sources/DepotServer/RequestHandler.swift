@@ -309,25 +309,36 @@ struct RequestHandler: Sendable {
             givenID = nil
         }
         let fieldsToWrite = fields
+        // With the id in the request the answer is known now: it is encoded here, not on the
+        // store's writer inside the transaction.
+        let known = givenID.map { Self.created(collection, $0, fieldsToWrite) }
         return try Self.plan(request) { tx in
-            let id: RecordID
-            if let givenID {
-                if try tx.get(givenID, from: collection) != nil {
+            if let givenID, let known {
+                // The insert itself finds a taken id: no read of the record first.
+                do {
+                    try tx.insert(Record(id: givenID, fields: fieldsToWrite), into: collection)
+                } catch let error as DepotError where error.code == .alreadyExists {
                     throw HTTPFailure(status: 409, code: "alreadyExists", message: "A record with id \(givenID) exists in \(collection.rawValue).")
                 }
-                try tx.insert(Record(id: givenID, fields: fieldsToWrite), into: collection)
-                id = givenID
-            } else if try tx.schema(of: collection)?.idKind == .string {
+                return known
+            }
+            let id: RecordID
+            if try tx.schema(of: collection)?.idKind == .string {
                 // A new id per attempt: an attempt that does not commit leaves nothing behind.
                 id = .string(UUID.random().canonicalText)
                 try tx.insert(Record(id: id, fields: fieldsToWrite), into: collection)
             } else {
                 id = try tx.insert(fields: fieldsToWrite, into: collection)
             }
-            let text = Record(id: id, fields: fieldsToWrite).jsonText
-            let location = "/" + collection.rawValue + "/" + Self.pathText(id)
-            return .json(201, text, [("ETag", WireETag.of(jsonText: text)), ("Location", location)])
+            return Self.created(collection, id, fieldsToWrite)
         }
+    }
+
+    /// The 201 answer to a create: the record as sent, its ETag and its location.
+    static func created(_ collection: CollectionName, _ id: RecordID, _ fields: [String: FieldValue]) -> WireResponse {
+        let text = Record(id: id, fields: fields).jsonText
+        let location = "/" + collection.rawValue + "/" + pathText(id)
+        return .json(201, text, [("ETag", WireETag.of(jsonText: text)), ("Location", location)])
     }
 
     static func pathText(_ id: RecordID) -> String {
