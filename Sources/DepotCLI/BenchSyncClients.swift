@@ -33,6 +33,9 @@ struct ManyClientsScenario {
     var executable: String
     /// The clients' transport: `nio` or `urlsession` (``BenchSyncCommand/transport(_:timeout:)``).
     var transport = "nio"
+    /// Fields of a client's inserts: `n`, `text` and `by`, then extra ones up to this count
+    /// (``BenchSyncCommand/extraField(_:of:)``).
+    var pushFields = 3
 
     /// What one round measured.
     struct Round {
@@ -135,11 +138,13 @@ struct ManyClientsScenario {
             guard first.allSatisfy(\.succeeded) else { throw CLIFailure.failed("a first pull failed: \(first.flatMap(\.failures).first ?? "")", "retry") }
 
             // Offline edits: inserts of the client's own, updates of shared records.
-            let entries = self.entries, shared = self.shared
+            let entries = self.entries, shared = self.shared, fieldCount = pushFields
             for (k, store) in stores.enumerated() {
                 try await store.write { tx in
                     for i in 0..<entries {
-                        try tx.save(Record(id: .string("c\(k)-\(i)"), fields: ["n": .int(Int64(i)), "text": .string("client \(k) note \(i)"), "by": .int(Int64(k))]), into: notes)
+                        var fields: [String: FieldValue] = ["n": .int(Int64(i)), "text": .string("client \(k) note \(i)"), "by": .int(Int64(k))]
+                        for extra in 3..<max(3, fieldCount) { fields["f\(extra)"] = BenchSyncCommand.extraField(extra, of: i) }
+                        try tx.save(Record(id: .string("c\(k)-\(i)"), fields: fields), into: notes)
                     }
                     for j in 0..<(entries / 10) where shared > 0 {
                         // Clients k and k + 5 update the same records: conflicts for the policy to settle.

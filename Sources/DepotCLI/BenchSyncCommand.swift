@@ -44,7 +44,7 @@ struct BenchSyncCommand: DepotSubcommand {
     @Option(help: "Outbox entries per POST /_batch of the push (1: one request per entry).")
     var batchSize = SyncCoordinator.defaultPushBatchSize
 
-    @Option(help: "Fields of each pushed record (2 to 20; 2 is the first version's workload).")
+    @Option(help: "Fields of each pushed record (2 to 20; 2 is the first version's workload). With --clients, a client's inserts have 3 fields (n, text, by) and the extra ones from 4 on.")
     var pushFields = 2
 
     @Option(help: "Fields of each record on the server, pulled (4 to 20; 4 is the first version's workload).")
@@ -148,14 +148,7 @@ struct BenchSyncCommand: DepotSubcommand {
                     try await store.write { tx in
                         for i in 0..<total {
                             var fields: [String: FieldValue] = ["n": .int(Int64(i)), "text": .string("note \(i) of round \(round)")]
-                            for extra in 2..<fieldCount {
-                                // Beyond the first two: alternating numbers, text and flags.
-                                switch extra % 3 {
-                                case 0: fields["f\(extra)"] = .int(Int64(i &* extra))
-                                case 1: fields["f\(extra)"] = .string("value \(extra) of \(i)")
-                                default: fields["f\(extra)"] = .bool(i % extra == 0)
-                                }
-                            }
+                            for extra in 2..<fieldCount { fields["f\(extra)"] = Self.extraField(extra, of: i) }
                             try tx.save(Record(id: .string("r\(round)-\(i)"), fields: fields), into: notes)
                         }
                     }
@@ -190,11 +183,21 @@ struct BenchSyncCommand: DepotSubcommand {
 
     /// `--clients N`: the many-clients scenario, `rounds` times, then its figures.
     /// - Throws: ``CLIFailure`` when a check fails.
+    /// The value of extra field number `extra` of pushed record `i`: beyond a record's first
+    /// fields, alternating numbers, text and flags.
+    static func extraField(_ extra: Int, of i: Int) -> FieldValue {
+        switch extra % 3 {
+        case 0: return .int(Int64(i &* extra))
+        case 1: return .string("value \(extra) of \(i)")
+        default: return .bool(i % extra == 0)
+        }
+    }
+
     private func runManyClients(directory: String) async throws -> Int32 {
         guard let executable = Bundle.main.executablePath else {
             throw CLIFailure.failed("cannot find this program's path to start 'depot serve'", "run depot by its path")
         }
-        let scenario = ManyClientsScenario(clients: clients, shared: shared, entries: entries, batchSize: batchSize, pageSize: pageSize, durability: durability, directory: directory, executable: executable, transport: transport)
+        let scenario = ManyClientsScenario(clients: clients, shared: shared, entries: entries, batchSize: batchSize, pageSize: pageSize, durability: durability, directory: directory, executable: executable, transport: transport, pushFields: pushFields)
         var rounds: [ManyClientsScenario.Round] = []
         for round in 1...self.rounds {
             let measured = try await scenario.run(round: round)
@@ -207,7 +210,7 @@ struct BenchSyncCommand: DepotSubcommand {
         let pullRates = rounds.map { Double($0.pulled) / $0.pullSeconds }
         let firstRates = rounds.map { Double(clients * shared) / $0.initialPullSeconds }
         Console.print("depot bench-sync --clients \(clients): a 'depot serve' process on 127.0.0.1 over SQLite; \(clients) clients (tasks of this process, one SQLite store and \(transport == "nio" ? "NIO" : "URLSession") transport each)")
-        Console.print("settings: clients=\(clients) shared=\(shared) entries=\(entries) (per client; plus \(entries / 10) updates of shared records) pageSize=\(pageSize) batchSize=\(batchSize) durability=\(durability) rounds=\(self.rounds)")
+        Console.print("settings: clients=\(clients) shared=\(shared) entries=\(entries) (per client; plus \(entries / 10) updates of shared records) insertFields=\(max(3, pushFields)) pageSize=\(pageSize) batchSize=\(batchSize) durability=\(durability) rounds=\(self.rounds)")
         Console.print("first pull: \(Int(Self.median(firstRates))) records/s over all clients (median; \(clients) × \(shared) records)")
         Console.print("push: \(Int(Self.median(pushRates))) entries/s over all clients (median; rounds: \(pushRates.map { String(Int($0)) }.joined(separator: ", "))); entries pushed per round: \(rounds.map { String($0.pushed) }.joined(separator: ", ")); conflicts: \(rounds.map { String($0.conflicts) }.joined(separator: ", "))")
         Console.print("pull after the push: \(Int(Self.median(pullRates))) records/s over all clients (median; rounds: \(pullRates.map { String(Int($0)) }.joined(separator: ", ")))")
