@@ -181,8 +181,6 @@ struct BenchSyncCommand: DepotSubcommand {
         return ExitStatus.success
     }
 
-    /// `--clients N`: the many-clients scenario, `rounds` times, then its figures.
-    /// - Throws: ``CLIFailure`` when a check fails.
     /// The value of extra field number `extra` of pushed record `i`: beyond a record's first
     /// fields, alternating numbers, text and flags.
     static func extraField(_ extra: Int, of i: Int) -> FieldValue {
@@ -193,6 +191,8 @@ struct BenchSyncCommand: DepotSubcommand {
         }
     }
 
+    /// `--clients N`: the many-clients scenario, `rounds` times, then its figures.
+    /// - Throws: ``CLIFailure`` when a check fails.
     private func runManyClients(directory: String) async throws -> Int32 {
         guard let executable = Bundle.main.executablePath else {
             throw CLIFailure.failed("cannot find this program's path to start 'depot serve'", "run depot by its path")
