@@ -312,7 +312,7 @@ struct RequestHandler: Sendable {
         // With the id in the request the answer is known now: it is encoded here, not on the
         // store's writer inside the transaction.
         let known = givenID.map { Self.created(collection, $0, fieldsToWrite) }
-        return try Self.plan(request) { tx in
+        return try Self.plan(request, answer: known) { tx in
             if let givenID, let known {
                 // The insert itself finds a taken id: no read of the record first.
                 do {
@@ -400,10 +400,13 @@ struct RequestHandler: Sendable {
     }
 
     /// Checks a write's `Idempotency-Key` and takes its fingerprint (method, path, body hash,
-    /// `If-Match`); `body` is the write itself, run later by ``apply(_:in:)``.
+    /// `If-Match`); `body` is the write itself, run later by ``apply(_:in:)``. `answer` is
+    /// what `body` answers when it succeeds, when the request alone decides it
+    /// (``PlannedWrite/answer``).
     /// - Throws: ``HTTPFailure`` 400 for a malformed key.
     static func plan(
         _ request: WireRequest,
+        answer: WireResponse? = nil,
         _ body: @escaping @Sendable (StoreWriteTransaction) throws -> WireResponse
     ) throws -> PlannedWrite {
         let key = request.headers["idempotency-key"]
@@ -414,7 +417,7 @@ struct RequestHandler: Sendable {
         }
         // Only a keyed write is ever compared with an earlier one.
         let fingerprint = key == nil ? "" : request.method + " " + request.path + " " + WireETag.hash(request.body) + " " + (request.headers["if-match"] ?? "")
-        return PlannedWrite(key: key, fingerprint: fingerprint, body: body)
+        return PlannedWrite(key: key, fingerprint: fingerprint, answer: answer, body: body)
     }
 
     /// Runs one write in its own transaction with its idempotency record; the change log is
@@ -429,13 +432,22 @@ struct RequestHandler: Sendable {
     /// With an `Idempotency-Key`, a key seen before with the same request replays the stored
     /// answer; the same key with a different request is a 422. Only successful answers are
     /// stored: a failed write throws, its transaction rolls back, and it may be retried with
-    /// the same key.
+    /// the same key. An answer the request alone decides (``PlannedWrite/answer``) is not
+    /// copied into the record, which says so (`"answer": "request"`): a replay carries the
+    /// same request (the fingerprint hashes its body), so the answer is built again from it,
+    /// the same bytes (Docs/Server.md, "Idempotency keys").
     static func apply(_ write: PlannedWrite, in tx: StoreWriteTransaction) throws -> WireResponse {
         if let key = write.key, let seen = try tx.get(.string(key), from: WireCollections.idempotency) {
             guard seen["fingerprint"].stringValue == write.fingerprint else {
                 throw HTTPFailure(status: 422, code: "idempotencyKeyReused", message: "This Idempotency-Key was used with a different request.")
             }
             var headers: [(String, String)] = [("Idempotent-Replayed", "true")]
+            if seen[Self.answerField].stringValue == Self.answerFromRequest {
+                guard let answer = write.answer else {
+                    throw DepotError(.internal, "The idempotency record of this key keeps no answer, and this request does not decide one.")
+                }
+                return WireResponse(status: answer.status, headers: headers + answer.headers, body: answer.body)
+            }
             if let etag = seen["etag"].stringValue { headers.append(("ETag", etag)) }
             if let location = seen["location"].stringValue { headers.append(("Location", location)) }
             return WireResponse(status: Int(seen["status"].intValue ?? 200), headers: headers, body: seen["body"].stringValue ?? "")
@@ -443,17 +455,26 @@ struct RequestHandler: Sendable {
         let response = try write.body(tx)
         if let key = write.key {
             var fields: [String: FieldValue] = [
-                "fingerprint": .string(write.fingerprint), "status": .int(Int64(response.status)), "body": .string(response.body),
-                "at": .int(Retention.milliseconds(Date())),
+                "fingerprint": .string(write.fingerprint), "status": .int(Int64(response.status)), "at": .int(Retention.milliseconds(Date())),
             ]
-            for (name, value) in response.headers {
-                if name == "ETag" { fields["etag"] = .string(value) }
-                if name == "Location" { fields["location"] = .string(value) }
+            if let answer = write.answer, answer.status == response.status, answer.body == response.body {
+                fields[Self.answerField] = .string(Self.answerFromRequest)
+            } else {
+                fields["body"] = .string(response.body)
+                for (name, value) in response.headers {
+                    if name == "ETag" { fields["etag"] = .string(value) }
+                    if name == "Location" { fields["location"] = .string(value) }
+                }
             }
             try tx.insert(Record(id: .string(key), fields: fields), into: WireCollections.idempotency)
         }
         return response
     }
+
+    /// The field of an idempotency record that says where its answer is, and its one value:
+    /// built again from the request (``apply(_:in:)``). A record without it holds the answer.
+    static let answerField = "answer"
+    static let answerFromRequest = "request"
 }
 
 /// A write resolved from its request and checked as far as it can be without the store:
@@ -463,6 +484,9 @@ struct PlannedWrite: Sendable {
     var key: String?
     /// Method, path, body hash and `If-Match`: what a replayed key must match.
     var fingerprint: String
+    /// What ``body`` answers when it succeeds, when the request alone decides it (a create
+    /// that names its id): its idempotency record then keeps no copy of it.
+    var answer: WireResponse?
     /// The write itself; throws ``HTTPFailure`` or ``DepotError`` to refuse it.
     var body: @Sendable (StoreWriteTransaction) throws -> WireResponse
 }
