@@ -84,28 +84,45 @@ public struct OutboxEntry: Sendable, Hashable {
     /// - Throws: ``DepotError`` `.corrupted` naming the entry when a required field is
     ///   missing or of the wrong kind.
     public init(_ record: Record) throws {
+        try self.init(id: record.id, withFields: true) { record[$0] }
+    }
+
+    /// Reads an entry from `source` without its ``fields`` (`nil`), which a driver that
+    /// reads fields in place then never decodes (``Outbox/entriesWithoutFields(in:)``).
+    /// - Throws: as ``init(_:)``, and what `source` throws.
+    init(withoutFields source: any FieldSource) throws {
+        try self.init(id: source.recordID, withFields: false) { try source.value(forField: $0) ?? .null }
+    }
+
+    /// The one reading of a stored entry: `field` gives each stored field's value (`.null`
+    /// when absent); the entry's fields are read only `withFields`.
+    private init(id recordID: RecordID, withFields: Bool, _ field: (String) throws -> FieldValue) throws {
         func corrupt(_ what: String) -> DepotError {
-            DepotError(.corrupted, "Outbox entry \(record.id) is damaged: \(what).", collection: WireCollections.outbox.rawValue, id: record.id)
+            DepotError(.corrupted, "Outbox entry \(recordID) is damaged: \(what).", collection: WireCollections.outbox.rawValue, id: recordID)
         }
-        guard case .int(let seq) = record.id else { throw corrupt("its id is not an integer") }
-        guard let collection = record[Key.collection].stringValue else { throw corrupt("no collection") }
-        guard let id = RecordID(record[Key.recordID]) else { throw corrupt("no record id") }
-        guard let op = record[Key.operation].stringValue.flatMap(Operation.init(rawValue:)) else { throw corrupt("no operation") }
-        guard let key = record[Key.idempotencyKey].stringValue else { throw corrupt("no idempotency key") }
+        guard case .int(let seq) = recordID else { throw corrupt("its id is not an integer") }
+        guard let collection = try field(Key.collection).stringValue else { throw corrupt("no collection") }
+        guard let id = RecordID(try field(Key.recordID)) else { throw corrupt("no record id") }
+        guard let op = try field(Key.operation).stringValue.flatMap(Operation.init(rawValue:)) else { throw corrupt("no operation") }
+        guard let key = try field(Key.idempotencyKey).stringValue else { throw corrupt("no idempotency key") }
         let state: State
-        switch record[Key.state] {
+        switch try field(Key.state) {
         case .null: state = .pending
         case .string(let text):
             guard let known = State(rawValue: text) else { throw corrupt("unknown state '\(text)'") }
             state = known
         default: throw corrupt("a state that is not text")
         }
-        let fields = record[Key.fields]
-        guard fields.isNull || fields.objectValue != nil else { throw corrupt("fields that are not an object") }
+        var fields: [String: FieldValue]?
+        if withFields {
+            let stored = try field(Key.fields)
+            guard stored.isNull || stored.objectValue != nil else { throw corrupt("fields that are not an object") }
+            fields = stored.objectValue
+        }
         self.init(
-            seq: seq, collection: collection, recordID: id, operation: op, fields: fields.objectValue, idempotencyKey: key,
-            state: state, attempts: Int(record[Key.attempts].intValue ?? 0), lastError: record[Key.lastError].stringValue,
-            sent: record[Key.sent].boolValue ?? false
+            seq: seq, collection: collection, recordID: id, operation: op, fields: fields, idempotencyKey: key,
+            state: state, attempts: Int(try field(Key.attempts).intValue ?? 0), lastError: try field(Key.lastError).stringValue,
+            sent: try field(Key.sent).boolValue ?? false
         )
     }
 
@@ -158,6 +175,19 @@ public enum Outbox {
         if let collection { filter = filter && Field(OutboxEntry.Key.collection) == collection }
         if let state { filter = filter && Field(OutboxEntry.Key.state) == state.rawValue }
         return try tx.query(Query(filter: filter, sort: [SortKey("id")]), in: WireCollections.outbox).map(OutboxEntry.init)
+    }
+
+    /// Every entry without its fields (``OutboxEntry/fields`` is `nil`), in commit order: what
+    /// a push orders its work by before it reads each entry again, whole, to send it. A
+    /// driver that reads fields in place (SQLite) then never decodes the entries' records.
+    /// - Throws: `.corrupted` for a damaged entry, store errors.
+    public static func entriesWithoutFields(in tx: StoreReadTransaction) throws -> [OutboxEntry] {
+        var out: [OutboxEntry] = []
+        try tx.forEachFields(Query(sort: [SortKey("id")]), in: WireCollections.outbox) { source in
+            out.append(try OutboxEntry(withoutFields: source))
+            return true
+        }
+        return out
     }
 
     /// The entries of one record, in commit order (an index lookup where the driver has

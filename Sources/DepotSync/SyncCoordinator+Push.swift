@@ -13,7 +13,8 @@ extension SyncCoordinator {
     func pushCollections(_ collections: [String], _ report: inout SyncReport) async throws {
         let names = Set(collections)
         for _ in 0..<3 {
-            let entries = try await localRead { tx in try Outbox.entries(in: tx) }.filter { names.contains($0.collection) && endpoints[$0.collection] != nil }
+            // Without their fields: each batch reads its entries again, whole, to send them.
+            let entries = try await localRead { tx in try Outbox.entriesWithoutFields(in: tx) }.filter { names.contains($0.collection) && endpoints[$0.collection] != nil }
             var drain = OutboxDrain(entries: entries)
             guard entries.contains(where: { $0.state == .pending }) else { return }
             // The batches on the wire or being acknowledged, oldest first.

@@ -44,6 +44,42 @@ struct OutboxRecorderTests {
         #expect(outbox.allSatisfy { $0.state == .pending && $0.idempotencyKey == $0.idempotencyKey.uppercased() && UUID(uuidString: $0.idempotencyKey) != nil })
     }
 
+    @Test("entries read without their fields are the entries, fields aside, in commit order, on SQLite and in memory; a damaged one is .corrupted")
+    func entriesWithoutFields() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("depot-outbox-heads-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let onDisk = try await Store(driver: try await SQLiteDriver(try StoreLocation("sqlite:\(directory.path)/client.sqlite")))
+        for store in [try await clientStore(), onDisk] {
+            _ = OutboxRecorder.installed(on: store)
+            try await attach(store, notes)
+            let notes = store.collection(self.notes)
+            try await notes.save(Record(id: "a", fields: ["t": 1, "s": "x"]))
+            try await notes.save(Record(id: "n", fields: ["nested": ["k": [1, 2]]]))
+            _ = try await notes.delete("a")
+            let whole = try await store.read { tx in try Outbox.entries(in: tx) }
+            let heads = try await store.read { tx in try Outbox.entriesWithoutFields(in: tx) }
+            #expect(whole.count == 3 && whole.contains { $0.fields != nil })
+            #expect(heads.allSatisfy { $0.fields == nil })
+            #expect(heads == whole.map { entry in
+                var head = entry
+                head.fields = nil
+                return head
+            })
+            // An entry without its collection, written behind the recorder's back.
+            try await store.write(excluding: [OutboxRecorder.installed(on: store)]) { tx in
+                _ = try tx.insert(fields: ["recordId": "b", "op": "upsert", "idempotencyKey": "K"], into: WireCollections.outbox)
+            }
+            do {
+                _ = try await store.read { tx in try Outbox.entriesWithoutFields(in: tx) }
+                Issue.record("an entry without its collection was read")
+            } catch let error as DepotError {
+                #expect(error.code == .corrupted)
+            }
+            try await store.close()
+        }
+    }
+
     @Test("models written straight into the driver carry their fields into the entry")
     func modelsCarryTheirFields() async throws {
         struct Note: Model, Equatable {
