@@ -11,6 +11,8 @@ extension SyncCoordinator {
     /// A batch whose encoded body is larger than this goes one request per entry instead
     /// (DepotServer's default limit is 16 MiB).
     static let maxBatchBytes = 8 << 20
+    /// Entries whose outbox entry and sync state one read of ``pushChunk(_:_:_:_:)`` loads.
+    static let entriesPerLoad = 48
 
     /// Pushes `batch` (entries of one collection, at most one per record) in batches the
     /// server accepts, and returns each entry's outcome, in order; `nil` when the server has
@@ -98,11 +100,21 @@ extension SyncCoordinator {
     func pushChunk(_ batch: [OutboxEntry], _ collection: CollectionName, _ endpoint: SyncEndpoint, _ report: inout SyncReport) async throws -> [OutboxDrain.Outcome]? {
         let name = collection.rawValue
         let assigns = endpoint.idAssignment == .server
-        let seqs = batch.map(\.seq)
-        let loaded = try await localRead { tx -> [(OutboxEntry, RecordSyncState)?] in
-            try seqs.map { seq in
-                guard let entry = try Outbox.entry(seq, in: tx), entry.state == .pending else { return nil }
-                return (entry, try RecordSyncState.load(tx, name, entry.recordID))
+        var loaded: [(OutboxEntry, RecordSyncState)?] = []
+        loaded.reserveCapacity(batch.count)
+        var next = 0
+        while next < batch.count {
+            // Short reads of a few dozen entries each (an entry and its record's state read
+            // together): a store may run a short transaction on the calling thread, where one
+            // read of a whole batch would outgrow what it runs there and be read twice
+            // (Docs/SQLiteDriver.md, "Where transactions run").
+            let seqs = batch[next..<min(batch.count, next + Self.entriesPerLoad)].map(\.seq)
+            next += seqs.count
+            loaded += try await localRead { tx -> [(OutboxEntry, RecordSyncState)?] in
+                try seqs.map { seq in
+                    guard let entry = try Outbox.entry(seq, in: tx), entry.state == .pending else { return nil }
+                    return (entry, try RecordSyncState.load(tx, name, entry.recordID))
+                }
             }
         }
         var outcomes = [OutboxDrain.Outcome](repeating: .pushed, count: batch.count)  // settled elsewhere: done
