@@ -8,8 +8,8 @@ extension SyncCoordinator {
     /// Batches are pipelined (Docs/Sync.md, "Batched push"): while batches are on the wire
     /// or being acknowledged, the next is read, encoded and sent, up to ``batchesInFlight``.
     /// Batches in flight never share a record (``OutboxDrain/nextBatch(maxCount:inFlight:)``),
-    /// so a record's entries still go out one after the other; the first batch to a server
-    /// goes alone, so its limits are asked once.
+    /// so a record's entries still go out one after the other. A server's limits are asked
+    /// once, before its first batch, so batches pipeline from the start.
     func pushCollections(_ collections: [String], _ report: inout SyncReport) async throws {
         let names = Set(collections)
         for _ in 0..<3 {
@@ -31,20 +31,24 @@ extension SyncCoordinator {
                     try Task.checkCancellation()
                     guard let endpoint = endpoints[first.collection], let collection = try? CollectionName(first.collection) else { continue }
                     let base = endpoint.baseURL.absoluteString
+                    if batch.count > 1, batchCapacities[base] == nil, !batchMissing.contains(base) {
+                        do {
+                            _ = try await batchCapacity(endpoint, &report)
+                        } catch let error as DepotError where error.code == .remote {
+                            // Unanswered after its retries: as for a batch that got no answer.
+                            try await recordUnanswered(batch.map(\.seq), error.message, &report)
+                            for entry in batch { drain.finish(entry, .unreachable) }
+                            continue
+                        }
+                    }
                     if batch.count > 1, !batchMissing.contains(base) {
-                        let known = batchCapacities[base] != nil
                         let started = BatchInFlight(batch: batch, collection: collection, endpoint: endpoint, task: Task {
                             var part = SyncReport()
                             let outcomes = try await self.pushBatch(batch, collection, endpoint, &part)
                             return BatchResult(outcomes: outcomes, report: part)
                         })
                         inFlight.append(started)
-                        if !known {
-                            // The first batch to a server goes alone: its limits are asked once.
-                            while !inFlight.isEmpty { try await finish(inFlight.removeFirst(), &drain, &report) }
-                        } else if inFlight.count >= Self.batchesInFlight {
-                            try await finish(inFlight.removeFirst(), &drain, &report)
-                        }
+                        if inFlight.count >= Self.batchesInFlight { try await finish(inFlight.removeFirst(), &drain, &report) }
                         continue
                     }
                     // One request per entry (a batch of one, or a peer without the batch

@@ -75,6 +75,32 @@ struct SyncBatchTests {
         }
     }
 
+    @Test("the limits question unanswered: the first batch's entries count a failed attempt, nothing is posted, the drain halts; the next push asks again and sends everything")
+    func limitsUnanswered() async throws {
+        let log = RequestLog()
+        let down = Locked(true)
+        let faults = Self.logging(log) { method, path in
+            method == "GET" && path == "/_batch" && down.withLock { $0 } ? .dropConnection : nil
+        }
+        try await withSyncServer(faults: faults) { _, serverDriver, url in
+            let (a, store) = try await client(url, collection: notes, batchSize: 16)
+            for i in 1...20 { try await LocalWrites.save(store, notes, Record(id: .string("n\(i)"), fields: ["v": .int(Int64(i))])) }
+            let report = try await a.push(notes)
+            #expect(!report.succeeded && report.pushed == 0)
+            #expect(log.count("GET /_batch") >= 1 && log.count(prefix: "POST") == 0)
+            let outbox = try await a.outbox(for: notes)
+            #expect(outbox.count == 20)
+            #expect(outbox.prefix(16).allSatisfy { $0.attempts == 1 && $0.state == .pending })
+            #expect(outbox.dropFirst(16).allSatisfy { $0.attempts == 0 })
+            down.withLock { $0 = false }
+            let again = try await a.push(notes)
+            #expect(again.succeeded && again.pushed == 20)
+            #expect(log.count("POST /_batch") == 2 && log.count("POST /notes") == 0)
+            #expect(try await LocalWrites.all(serverDriver, notes) == LocalWrites.all(store, notes))
+            #expect(try await LocalWrites.outboxCount(store) == 0)
+        }
+    }
+
     /// One client's push of a mixed outbox: an applied create, an applied edit, an edit the
     /// server has overtaken (412, settled by the policy), an entry whose idempotency key the
     /// server already holds for another request (422, dead letter), and a delete. Returns
