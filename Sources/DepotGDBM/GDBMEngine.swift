@@ -472,9 +472,12 @@ final class GDBMEngine: @unchecked Sendable {
         for id in try FileSystem.gdbmFiles(in: backup.directory) {
             try FileSystem.copy(backup.path(id), to: primary.path(id))
         }
+        var replay = FileOpCoalescer()
         for case .transaction(_, let ops) in try history.transactions() {
-            for op in ops { try primary.apply(op) }
+            for op in ops { try replay.add(op, apply: primary.apply) }
+            if replay.keptBytes >= options.checkpointBytes { try replay.flush(apply: primary.apply) }
         }
+        try replay.flush(apply: primary.apply)
         try primary.syncAll()
         primary.closeAll()
         try FileSystem.syncDirectory(primary.directory)
@@ -1088,6 +1091,9 @@ final class GDBMEngine: @unchecked Sendable {
             start = backup.currentSeq
         }
         defer { target.closeAll() }
+        // One coalescer across the segments: a key updated in several of them is stored
+        // once, which matters most when folds fell behind and several segments wait.
+        var replay = FileOpCoalescer()
         for segment in closed where segment.end > start {
             if whileOpen { guard state.withLock({ $0.isOpen }) else { throw FoldStopped() } }
             // A segment is fsynced before a backup depends on it (at `full` every commit
@@ -1095,9 +1101,11 @@ final class GDBMEngine: @unchecked Sendable {
             let (_, records) = try Journal.readSegment(path: segment.path, sync: !segment.synced)
             if !segment.synced { folds.withLock { $0.markSynced(segment.path) } }
             for case .transaction(let seq, let ops) in records where seq > start && seq <= newest.end {
-                for op in ops { try target.apply(op) }
+                for op in ops { try replay.add(op, apply: target.apply) }
             }
+            if replay.keptBytes >= options.checkpointBytes { try replay.flush(apply: target.apply) }
         }
+        try replay.flush(apply: target.apply)
         // Its files, and its directory when files came or went (a copy starts by removing them).
         try target.syncAll()
         target.closeAll()

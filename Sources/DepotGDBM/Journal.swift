@@ -81,6 +81,94 @@ enum FileOp: Sendable {
     }
 }
 
+/// Consecutive ops reduced to their final states: for each (file, key), only its last op is
+/// kept, and kept ops are applied in the order of those last ops. Because every op sets a
+/// final state and ops on different keys are independent, applying the reduced ops leaves
+/// the files exactly as applying all of them would. Two details keep it exact: a put creates
+/// its file and a delete does not, so a put followed by a delete of the same key keeps the
+/// put (the file exists afterwards either way); and a `drop` ends a run (everything kept
+/// before it is applied first, then the drop). Folds and rebuilds replay the journal through
+/// it, so a record updated a hundred times is stored once (Docs/GDBMDriver.md, "Journal
+/// segments, backups and folds").
+struct FileOpCoalescer {
+    private struct Slot: Hashable {
+        let file: FileID
+        let key: [UInt8]
+    }
+
+    /// Where a slot's kept ops are: its last op, and the put a later delete must not undo.
+    private struct Kept {
+        var last: Int
+        var put: Int?
+    }
+
+    private var kept: [FileOp?] = []
+    private var slots: [Slot: Kept] = [:]
+
+    /// How many ops were added, and how many of them were applied (the others were superseded).
+    private(set) var added = 0
+    private(set) var applied = 0
+    /// The keys and values of the ops kept and not yet applied, in bytes (a caller that
+    /// reduces a long journal flushes when they pass its memory budget).
+    private(set) var keptBytes = 0
+
+    private static func bytes(_ op: FileOp?) -> Int {
+        switch op {
+        case .put(_, let key, let value)?: key.count + value.count
+        case .delete(_, let key)?: key.count
+        case .drop?, nil: 0
+        }
+    }
+
+    /// Forgets the kept op at `index` (superseded by a later one).
+    private mutating func supersede(_ index: Int) {
+        keptBytes -= Self.bytes(kept[index])
+        kept[index] = nil
+    }
+
+    /// Adds `op`. A drop first applies everything kept, then itself, through `apply`.
+    mutating func add(_ op: FileOp, apply: (FileOp) throws -> Void) rethrows {
+        added += 1
+        switch op {
+        case .put(let file, let key, _):
+            let slot = Slot(file: file, key: key)
+            if let earlier = slots.updateValue(Kept(last: kept.count, put: nil), forKey: slot) {
+                supersede(earlier.last)
+                if let put = earlier.put { supersede(put) }
+            }
+            keptBytes += Self.bytes(op)
+            kept.append(op)
+        case .delete(let file, let key):
+            let slot = Slot(file: file, key: key)
+            var entry = Kept(last: kept.count, put: nil)
+            if let earlier = slots[slot] {
+                if case .put? = kept[earlier.last] { entry.put = earlier.last } else {
+                    supersede(earlier.last)
+                    entry.put = earlier.put
+                }
+            }
+            slots[slot] = entry
+            keptBytes += Self.bytes(op)
+            kept.append(op)
+        case .drop:
+            try flush(apply: apply)
+            applied += 1
+            try apply(op)
+        }
+    }
+
+    /// Applies every kept op, in order, and starts a new run.
+    mutating func flush(apply: (FileOp) throws -> Void) rethrows {
+        for case let op? in kept {
+            applied += 1
+            try apply(op)
+        }
+        kept.removeAll(keepingCapacity: true)
+        slots.removeAll(keepingCapacity: true)
+        keptBytes = 0
+    }
+}
+
 /// A record of the redo journal.
 enum JournalRecord: Sendable {
     /// A committed write transaction: its sequence number and every change it made.
