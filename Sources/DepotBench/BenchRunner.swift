@@ -203,6 +203,24 @@ public func runBench(_ options: BenchOptions, external: [String: () throws -> [a
     if !modelGroups.isEmpty {
         notes.append("Typed models (model insert, model fetch, model point reads): an integer id and 10 integer fields a … j. Record: Depot with untyped records (Store.write { tx.insert }, Collection.query, Collection.get); Codable: IntegerRecord, a Codable Model, through TransactionRepository.insert, Repository.all, Repository.find(id:); @Model: GeneratedIntegerRecord through the same calls, its StoredModel conformance the hand-written expansion of @Model (FieldSink/FieldSource, no Codable); raw: the engine's C API into a plain struct. Each point read is its own transaction on every side. ÷ Record: the side's time ÷ the Record side's time for the same operations in the same round, median over rounds.")
     }
+    for pair in pairs {
+        for target in pair.targets where failures[target.displayName] == nil {
+            let name = target.displayName
+            guard let perWorkload = measured[name] else { continue }
+            var parts: [String] = []
+            var longest = 0.0
+            for workload in Workload.runOrder {
+                let waits = (perWorkload[workload] ?? []).compactMap(\.waits)
+                guard !waits.isEmpty else { continue }
+                let count = waits.reduce(0) { $0 + $1.count }
+                let total = waits.reduce(0) { $0 + $1.nanoseconds }
+                longest = max(longest, waits.map(\.longestNanoseconds).max() ?? 0)
+                parts.append(count == 0 ? "\(workload.label) 0" : "\(workload.label) \(count) (\(BenchReport.duration(UInt64(max(0, total)))) in all)")
+            }
+            guard !parts.isEmpty else { continue }
+            notes.append("\(name): commits that waited for the store's background work (GDBM: journal folds past their bound, Docs/GDBMDriver.md \"Bounds\"), over all rounds: " + parts.joined(separator: ", ") + "; the longest wait \(BenchReport.duration(UInt64(longest))).")
+        }
+    }
     if benchBuildMode == "debug" { notes.append("DEBUG BUILD: these figures are not representative.") }
     for (name, error) in failures.sorted(by: { $0.key < $1.key }) { notes.append("FAILED: \(name): \(error); its figures are left out.") }
     var memory = pairs.flatMap(\.targets).map { MemoryResult(target: $0.displayName, peakRSSBytes: peaks[$0.displayName], method: "VmHWM after clear_refs, per target, max over rounds") }
@@ -261,6 +279,9 @@ struct Measurement: Sendable {
     var operations: Int
     var nanoseconds: Double
     var histogram: LatencyHistogram
+    /// Commits that waited for the store's background work during the workload (count and
+    /// total; the longest is the target's, over the round).
+    var waits: WriterWaits? = nil
     var opsPerSecond: Double { nanoseconds > 0 ? Double(operations) / (nanoseconds / 1e9) : 0 }
 }
 
@@ -271,6 +292,11 @@ func measureRound(_ target: any BenchTarget, options: BenchOptions, round: Int, 
     var out: [Workload: Measurement] = [:]
     var concurrent: [ClientsKey: Measurement] = [:]
     try await target.open(directory: directory, durability: options.durability)
+    // The writer waits between `earlier` (a snapshot, nil: since open) and now.
+    func waitsSince(_ earlier: WriterWaits?) -> WriterWaits? {
+        guard let now = target.writerWaits else { return nil }
+        return WriterWaits(count: now.count - (earlier?.count ?? 0), nanoseconds: now.nanoseconds - (earlier?.nanoseconds ?? 0), longestNanoseconds: now.longestNanoseconds)
+    }
     do {
         // Bulk insert: batches of 10,000 records per transaction, values made before the clock starts.
         var elapsed: UInt64 = 0
@@ -283,7 +309,7 @@ func measureRound(_ target: any BenchTarget, options: BenchOptions, round: Int, 
             elapsed += monotonicNanoseconds() - t0
             start = end
         }
-        out[.bulkInsert] = Measurement(operations: records, nanoseconds: Double(elapsed), histogram: LatencyHistogram())
+        out[.bulkInsert] = Measurement(operations: records, nanoseconds: Double(elapsed), histogram: LatencyHistogram(), waits: waitsSince(nil))
 
         if options.workloads.contains(.bulkFetch) {
             let t0 = monotonicNanoseconds()
@@ -300,6 +326,7 @@ func measureRound(_ target: any BenchTarget, options: BenchOptions, round: Int, 
             let (ops, inserts) = plan.operations(workload, count: options.operations(workload, for: engine), seed: options.seed &+ UInt64(round))
             var histogram = LatencyHistogram()
             var total: UInt64 = 0
+            let waitsBefore = target.writerWaits
             for op in ops {
                 let t0 = monotonicNanoseconds()
                 try await target.run(op)
@@ -308,7 +335,7 @@ func measureRound(_ target: any BenchTarget, options: BenchOptions, round: Int, 
                 total += ns
             }
             inserted += inserts
-            out[workload] = Measurement(operations: ops.count, nanoseconds: Double(total), histogram: histogram)
+            out[workload] = Measurement(operations: ops.count, nanoseconds: Double(total), histogram: histogram, waits: waitsSince(waitsBefore))
         }
 
         if !options.clientCounts.isEmpty, let readers = target as? any ConcurrentReadTarget {
@@ -328,7 +355,7 @@ func measureRound(_ target: any BenchTarget, options: BenchOptions, round: Int, 
                 histogram.record(ns)
                 total += ns
             }
-            out[.durableCommit] = Measurement(operations: options.durableCommits, nanoseconds: Double(total), histogram: histogram)
+            out[.durableCommit] = Measurement(operations: options.durableCommits, nanoseconds: Double(total), histogram: histogram, waits: waitsSince(nil))
         }
     } catch {
         try? await target.close()

@@ -39,9 +39,32 @@ public protocol BenchTarget: AnyObject {
     /// Closes the store.
     /// - Throws: the engine's error.
     func close() async throws
+    /// How long the target's writers have waited for its own background work since it was
+    /// opened (GDBM: commits that waited for journal folds); `nil` when it has none to report.
+    var writerWaits: WriterWaits? { get }
+}
+
+/// Commits that waited for a store's background work, counted since the store was opened.
+public struct WriterWaits: Sendable, Hashable, Codable {
+    /// How many commits waited.
+    public var count: Int
+    /// Their waits added up, in nanoseconds.
+    public var nanoseconds: Double
+    /// The longest one, in nanoseconds.
+    public var longestNanoseconds: Double
+
+    /// Waits that `count` commits made, `nanoseconds` in all, the longest `longestNanoseconds`.
+    public init(count: Int, nanoseconds: Double, longestNanoseconds: Double) {
+        self.count = count
+        self.nanoseconds = nanoseconds
+        self.longestNanoseconds = longestNanoseconds
+    }
 }
 
 extension BenchTarget {
+    /// No background work to report.
+    public var writerWaits: WriterWaits? { nil }
+
     /// The name in tables: `sqlite` for Depot, `sqlite raw` for the baseline (`json floor`
     /// for the JSON driver's).
     public var displayName: String { isBaseline ? (engine == "json" ? "json floor" : "\(engine) raw") : engine }

@@ -124,6 +124,16 @@ public final class DepotStoreTarget: BenchTarget {
         guard try await collection.delete(.string(YCSB.key(n))) else { throw BenchError("\(engine): record \(n) is missing.") }
     }
 
+    public var writerWaits: WriterWaits? {
+        guard let gdbm = store?.driver as? GDBMDriver else { return nil }
+        let waits = gdbm.foldWaits
+        return WriterWaits(count: waits.count, nanoseconds: Self.nanoseconds(waits.total), longestNanoseconds: Self.nanoseconds(waits.longest))
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) * 1e9 + Double(duration.components.attoseconds) / 1e9
+    }
+
     public func close() async throws {
         let store = self.store
         self.store = nil

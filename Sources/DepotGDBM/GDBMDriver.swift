@@ -55,6 +55,12 @@ public final class GDBMDriver: StorageDriver {
     /// The store directory (absolute).
     public var directory: String { engine.directory }
 
+    /// The commits that waited for background folds since the store was opened in this
+    /// process. A commit waits only when the closed journal segments waiting for a fold pass
+    /// their bound (Docs/GDBMDriver.md, "Bounds"): a count that grows says the writers outrun
+    /// the folds, and `longest` is the worst pause they caused.
+    public var foldWaits: FoldWaits { engine.foldWaits }
+
     /// Opens (creating if needed) the store in directory `path`.
     ///
     /// - Parameters:
@@ -270,5 +276,24 @@ public final class GDBMDriver: StorageDriver {
             let engine = self.engine
             Task { try? await GDBMEngine.release(engine) }
         }
+    }
+}
+
+/// Commits that waited for background folds to catch up (see ``GDBMDriver/foldWaits``).
+public struct FoldWaits: Sendable, Hashable {
+    /// How many commits waited.
+    public private(set) var count = 0
+    /// Their waits added up.
+    public private(set) var total: Duration = .zero
+    /// The longest one.
+    public private(set) var longest: Duration = .zero
+
+    /// No waits.
+    public init() {}
+
+    mutating func record(_ wait: Duration) {
+        count += 1
+        total += wait
+        longest = max(longest, wait)
     }
 }

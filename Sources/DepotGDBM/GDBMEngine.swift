@@ -131,10 +131,14 @@ final class GDBMEngine: @unchecked Sendable {
             if let i = closed.firstIndex(where: { $0.path == path }) { closed[i].synced = true }
         }
 
-        /// The closed segments' size in bytes.
-        var closedBytes: Int { closed.reduce(0) { $0 + $1.bytes } }
+        /// The size in bytes of the closed segments waiting for a fold: those after the
+        /// current backup's commit (the others are kept only for the older backup). Recovery
+        /// replays these and the active segment.
+        var waitingBytes: Int { closed.reduce(0) { $0 + ($1.end > backup.currentSeq ? $1.bytes : 0) } }
         /// Jobs queued or running on ``background``.
         var jobs = 0
+        /// Commits that waited for folds to catch up (past ``closedJournalLimit``), since open.
+        var waits = FoldWaits()
     }
 
     private let folds = Locked(Folds())
@@ -877,12 +881,21 @@ final class GDBMEngine: @unchecked Sendable {
         } catch {
             state.withLock { $0.failure = DepotError.wrap(error, as: .io, "Rotating the GDBM journal or starting a sync point failed.") }
         }
-        // Folds that cannot keep up with the writers: past a bound on the closed segments,
-        // the commit waits for the fold (the journal on disk stays bounded).
-        while folds.withLock({ $0.jobs > 0 && $0.closedBytes > closedJournalLimit }), state.withLock({ $0.isOpen && $0.failure == nil }) {
+        // Folds that cannot keep up with the writers: past a bound on the closed segments
+        // waiting for a fold, the commit waits too (the journal on disk stays bounded).
+        var waitStart: ContinuousClock.Instant?
+        while folds.withLock({ $0.jobs > 0 && $0.waitingBytes > closedJournalLimit }), state.withLock({ $0.isOpen && $0.failure == nil }) {
+            if waitStart == nil { waitStart = .now }
             usleep(1000)
         }
+        if let waitStart {
+            let waited = ContinuousClock.now - waitStart
+            folds.withLock { $0.waits.record(waited) }
+        }
     }
+
+    /// Commits that waited for folds since the store was opened (Docs/GDBMDriver.md, "Bounds").
+    var foldWaits: FoldWaits { folds.withLock { $0.waits } }
 
     /// How many bytes of closed segments may wait for folds before a commit waits too: four
     /// segments, or as much as the primary files hold if that is more (so that recovery
