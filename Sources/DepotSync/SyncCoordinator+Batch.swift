@@ -21,7 +21,9 @@ extension SyncCoordinator {
     /// Before the first batch to a server, `GET /_batch` asks for its limits: a safe request,
     /// because a plain json-server stores a POST to an unknown path as a new record (the
     /// json-server clone simple-json-server does). Any answer but DepotServer's limits means
-    /// no batch route, remembered for the base URL, as is a 404 or 405 to `POST /_batch`.
+    /// no batch route, remembered for the base URL, as is a 404 or 405 to `POST /_batch`;
+    /// except a refusal of credentials (401, 403, 407), which a refreshed token may lift:
+    /// that push goes one request per entry and the next asks again.
     /// - Throws: store errors, `CancellationError`, ``DepotError`` `.remote` for an answer
     ///   that is not JSON.
     func pushBatch(_ batch: [OutboxEntry], _ collection: CollectionName, _ endpoint: SyncEndpoint, _ report: inout SyncReport) async throws -> [OutboxDrain.Outcome]? {
@@ -78,11 +80,17 @@ extension SyncCoordinator {
             }
         }
         guard let capacity else {
-            batchMissing.insert(base)
+            if !Self.refusesCredentials(answer.status) { batchMissing.insert(base) }
             return nil
         }
         batchCapacities[base] = capacity
         return capacity
+    }
+
+    /// 401, 403 or 407: the server (or a proxy) refused the request's credentials, which
+    /// says nothing about whether it has a batch route.
+    static func refusesCredentials(_ status: Int) -> Bool {
+        status == 401 || status == 403 || status == 407
     }
 
     /// Pushes one chunk in one `POST /_batch` and returns each entry's outcome, in order;

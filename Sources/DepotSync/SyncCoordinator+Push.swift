@@ -19,6 +19,8 @@ extension SyncCoordinator {
             guard entries.contains(where: { $0.state == .pending }) else { return }
             // The batches on the wire or being acknowledged, oldest first.
             var inFlight: [BatchInFlight] = []
+            // Base URLs whose limits question was refused for this push only (credentials).
+            var noBatches: Set<String> = []
             do {
                 while !drain.halted {
                     let batch = drain.nextBatch(maxCount: pushBatchSize, inFlight: inFlight.flatMap(\.batch))
@@ -31,9 +33,9 @@ extension SyncCoordinator {
                     try Task.checkCancellation()
                     guard let endpoint = endpoints[first.collection], let collection = try? CollectionName(first.collection) else { continue }
                     let base = endpoint.baseURL.absoluteString
-                    if batch.count > 1, batchCapacities[base] == nil, !batchMissing.contains(base) {
+                    if batch.count > 1, batchCapacities[base] == nil, !batchMissing.contains(base), !noBatches.contains(base) {
                         do {
-                            _ = try await batchCapacity(endpoint, &report)
+                            if try await batchCapacity(endpoint, &report) == nil { noBatches.insert(base) }
                         } catch let error as DepotError where error.code == .remote {
                             // Unanswered after its retries: as for a batch that got no answer.
                             try await recordUnanswered(batch.map(\.seq), error.message, &report)
@@ -41,7 +43,7 @@ extension SyncCoordinator {
                             continue
                         }
                     }
-                    if batch.count > 1, !batchMissing.contains(base) {
+                    if batch.count > 1, !batchMissing.contains(base), !noBatches.contains(base) {
                         let started = BatchInFlight(batch: batch, collection: collection, endpoint: endpoint, task: Task {
                             var part = SyncReport()
                             let outcomes = try await self.pushBatch(batch, collection, endpoint, &part)

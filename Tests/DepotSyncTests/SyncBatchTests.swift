@@ -75,12 +75,12 @@ struct SyncBatchTests {
         }
     }
 
-    @Test("the limits question unanswered: the first batch's entries count a failed attempt, nothing is posted, the drain halts; the next push asks again and sends everything")
-    func limitsUnanswered() async throws {
+    @Test("the limits question unanswered (no answer, or a 503 after every retry): the first batch's entries count a failed attempt, nothing is posted, the drain halts; the next push asks again and sends everything", arguments: [ServerFault.dropConnection, .status(503)])
+    func limitsUnanswered(fault: ServerFault) async throws {
         let log = RequestLog()
         let down = Locked(true)
         let faults = Self.logging(log) { method, path in
-            method == "GET" && path == "/_batch" && down.withLock { $0 } ? .dropConnection : nil
+            method == "GET" && path == "/_batch" && down.withLock { $0 } ? fault : nil
         }
         try await withSyncServer(faults: faults) { _, serverDriver, url in
             let (a, store) = try await client(url, collection: notes, batchSize: 16)
@@ -243,6 +243,31 @@ struct SyncBatchTests {
             #expect(log.count("GET /_batch") == 1)
             #expect(log.count("POST /_batch") == (refusal == "POST 405" ? 1 : 0))
             #expect(log.count("POST /notes") == 15)
+            #expect(try await LocalWrites.all(serverDriver, notes) == LocalWrites.all(store, notes))
+            #expect(try await LocalWrites.outboxCount(store) == 0)
+        }
+    }
+
+    /// A refused token says nothing about the batch route: remembering it as "no route"
+    /// would push one request per entry for the coordinator's life.
+    @Test("a 401 or 403 to the limits question is not remembered: that push goes one request per entry with one question, the next asks again and sends batches", arguments: [401, 403])
+    func limitsRefusedCredentials(status: Int) async throws {
+        let log = RequestLog()
+        let refusing = Locked(true)
+        let faults = Self.logging(log) { method, path in
+            method == "GET" && path == "/_batch" && refusing.withLock { $0 } ? .status(status) : nil
+        }
+        try await withSyncServer(faults: faults) { _, serverDriver, url in
+            let (a, store) = try await client(url, collection: notes, batchSize: 4)
+            for i in 1...10 { try await LocalWrites.save(store, notes, Record(id: .string("n\(i)"), fields: ["v": .int(Int64(i))])) }
+            #expect(try await a.push(notes).pushed == 10)
+            #expect(log.count("GET /_batch") == 1)  // asked once for the whole push, not per batch
+            #expect(log.count("POST /_batch") == 0 && log.count("POST /notes") == 10)
+            refusing.withLock { $0 = false }
+            for i in 11...18 { try await LocalWrites.save(store, notes, Record(id: .string("n\(i)"), fields: ["v": .int(Int64(i))])) }
+            #expect(try await a.push(notes).pushed == 8)
+            #expect(log.count("GET /_batch") == 2)
+            #expect(log.count("POST /_batch") == 2 && log.count("POST /notes") == 10)
             #expect(try await LocalWrites.all(serverDriver, notes) == LocalWrites.all(store, notes))
             #expect(try await LocalWrites.outboxCount(store) == 0)
         }
