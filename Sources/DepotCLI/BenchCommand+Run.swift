@@ -34,6 +34,8 @@ extension BenchCommand {
         options.chartPath = chart
         options.quick = quick
         options.streamingRecords = streaming
+        guard jsonRecords >= 1 else { throw CLIFailure.usage("--json-records must be at least 1", "write for example --json-records 20000") }
+        options.jsonRecordLimit = jsonRecords
         var counts: [Int] = []
         for part in clients.split(separator: ",", omittingEmptySubsequences: false) {
             let text = part.trimmingCharacters(in: .whitespaces)

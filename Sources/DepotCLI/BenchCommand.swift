@@ -11,7 +11,7 @@ struct BenchCommand: DepotSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Benchmark drivers on YCSB A–F, bulk insert/fetch, point reads, durable commits and typed models, against the raw engines.",
-        usage: "depot bench [--drivers D,D] [--workloads W,W] [--rounds N] [--records N] [--operations N] [--durability full|normal] [--streaming N] [--clients N,N] [--json FILE] [--chart FILE.svg] [--quick]",
+        usage: "depot bench [--drivers D,D] [--workloads W,W] [--rounds N] [--records N] [--operations N] [--durability full|normal] [--streaming N] [--clients N,N] [--json-records N] [--json FILE] [--chart FILE.svg] [--quick]",
         discussion: """
             Reports medians and ratios taken round by round, with the settings beside the \
             numbers. Durable commits always run at durability full. The typed-model workloads \
@@ -57,6 +57,9 @@ struct BenchCommand: DepotSubcommand {
 
     @Option(help: ArgumentHelp("Client counts for the concurrent reads: point reads and YCSB C again with the same reads split among N concurrent clients (tasks sharing one store; raw: threads with a connection each), for each N and for 1. 1 turns them off.", valueName: "N,N"))
     var clients = "1,2,4"
+
+    @Option(name: .customLong("json-records"), help: ArgumentHelp("The most records the JSON driver and its floor get (each commit rewrites the whole file).", valueName: "N"))
+    var jsonRecords = 1_000
 
     @Flag(help: "A smoke run that finishes in under a minute.")
     var quick = false

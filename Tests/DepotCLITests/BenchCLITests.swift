@@ -11,6 +11,20 @@ import Testing
             #expect(run.stderr.contains("--clients takes counts from 1 to 64"), "--clients \(bad): \(run)")
         }
     }
+
+    @Test("bench --json-records sets the JSON driver's record cap on both sides; 0 is a usage error")
+    func jsonRecordCap() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let run = try await CLI.run(["bench", "--quick", "--drivers", "json", "--workloads", "point-reads", "--clients", "1", "--streaming", "0", "--json-records", "300"], environment: ["TMPDIR": directory.path])
+        #expect(run.status == 0, "\(run)")
+        let rows = run.stdout.split(separator: "\n").filter { $0.hasPrefix("point reads") }
+        #expect(rows.count == 2, "\(run)")
+        // The records column is the row's first number: json and json floor both loaded 300.
+        for row in rows { #expect(row.split(separator: " ").first { Int($0) != nil } == "300", "\(row)") }
+        let bad = try await CLI.run(["bench", "--quick", "--json-records", "0"])
+        #expect(bad.status == 2 && bad.stderr.contains("--json-records must be at least 1"), "\(bad)")
+    }
 }
 
 /// `depot bench-sync --clients`: many clients against a `depot serve` process.
