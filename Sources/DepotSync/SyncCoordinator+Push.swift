@@ -12,6 +12,8 @@ extension SyncCoordinator {
     /// once, before its first batch, so batches pipeline from the start.
     func pushCollections(_ collections: [String], _ report: inout SyncReport) async throws {
         let names = Set(collections)
+        // Base URLs whose limits question was refused for this push only (credentials).
+        var noBatches: Set<String> = []
         for _ in 0..<3 {
             // Without their fields: each batch reads its entries again, whole, to send them.
             let entries = try await localRead { tx in try Outbox.entriesWithoutFields(in: tx) }.filter { names.contains($0.collection) && endpoints[$0.collection] != nil }
@@ -19,8 +21,6 @@ extension SyncCoordinator {
             guard entries.contains(where: { $0.state == .pending }) else { return }
             // The batches on the wire or being acknowledged, oldest first.
             var inFlight: [BatchInFlight] = []
-            // Base URLs whose limits question was refused for this push only (credentials).
-            var noBatches: Set<String> = []
             do {
                 while !drain.halted {
                     let batch = drain.nextBatch(maxCount: pushBatchSize, inFlight: inFlight.flatMap(\.batch))
