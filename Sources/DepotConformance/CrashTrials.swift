@@ -70,11 +70,14 @@ public enum CrashTrials {
     ///     ``killDelayScale``.
     ///   - classify: names the state the kill left in `directory`, looked at before the
     ///     store is reopened; counted in ``CrashTrialReport/killStates``.
+    ///   - bulkEvery: when above 0, every `bulkEvery`-th transaction of the helper also
+    ///     inserts ``bulkRecords`` records into a `bulk` collection (a large transaction), and
+    ///     the check finds each such transaction's records all there or all absent.
     /// - Throws: ``ConformanceFailure`` on a lost commit, a partial transaction, an integrity
     ///   problem, or a helper that failed by itself.
     public static func run(
         store: String, factory: DriverFactory, directory: String, trials: Int, seed: UInt64,
-        maxDelayMilliseconds: Int = 120, classify: (@Sendable (String) -> String)? = nil
+        maxDelayMilliseconds: Int = 120, classify: (@Sendable (String) -> String)? = nil, bulkEvery: Int = 0
     ) async throws -> CrashTrialReport {
         let helper = try helperPath()
         var report = CrashTrialReport()
@@ -82,13 +85,13 @@ public enum CrashTrials {
         var lastVerified: Int64 = 0
         for trial in 0..<trials {
             let delay = Int(random.next() % UInt64(max(1, maxDelayMilliseconds) * killDelayScale * 1000))
-            let output = try await runAndKill(helper: helper, store: store, seed: random.next(), delayMicroseconds: delay, trial: trial)
+            let output = try await runAndKill(helper: helper, store: store, seed: random.next(), delayMicroseconds: delay, trial: trial, bulkEvery: bulkEvery)
             let acked = output.acknowledged
             if let classify { report.killStates[classify(directory), default: 0] += 1 }
             let driver = try await factory.open(directory)
             let found: Int64
             do {
-                found = try await verify(driver, trial: trial)
+                found = try await verify(driver, trial: trial, bulkEvery: bulkEvery)
                 try await driver.close()
             } catch {
                 try? await driver.close()
@@ -111,9 +114,15 @@ public enum CrashTrials {
         return report
     }
 
+    /// Records the helper's large transactions insert into `bulk` (``run(store:factory:directory:trials:seed:maxDelayMilliseconds:classify:bulkEvery:)``):
+    /// more than the GDBM driver's threshold for applying a commit with its files unmapped
+    /// (Docs/GDBMDriver.md, "Large applies").
+    public static let bulkRecords = 1_100
+
     /// Checks a store the helper wrote: integrity, every transaction up to `meta.last`
-    /// whole, nothing beyond it. Returns the last transaction number.
-    public static func verify(_ driver: any StorageDriver, trial: Int = 0) async throws -> Int64 {
+    /// whole, nothing beyond it (with `bulkEvery`, the large transactions' `bulk` records
+    /// too). Returns the last transaction number.
+    public static func verify(_ driver: any StorageDriver, trial: Int = 0, bulkEvery: Int = 0) async throws -> Int64 {
         let problems = try await driver.integrityCheck()
         guard problems.isEmpty else { throw failure("trial \(trial): integrity check: \(problems.joined(separator: "; "))") }
         let accounts = try CollectionName("accounts"), ledger = try CollectionName("ledger"), meta = try CollectionName("meta")
@@ -137,15 +146,38 @@ public enum CrashTrials {
         for record in accountRecords + ledgerRecords where record.fields["n"] != record.id.fieldValue {
             throw failure("trial \(trial): record \(record.id) holds n = \(record.fields["n"] ?? .null)")
         }
+        if bulkEvery > 0 { try await verifyBulk(driver, last: last, every: Int64(bulkEvery), trial: trial) }
         return last
+    }
+
+    /// The `bulk` records: for each transaction n ≤ `last` with n % `every` == 0, exactly
+    /// ids n × 100,000 + 0 ..< ``bulkRecords``, each with t = n; nothing else.
+    static func verifyBulk(_ driver: any StorageDriver, last: Int64, every: Int64, trial: Int) async throws {
+        let bulk = try CollectionName("bulk")
+        let records = try await driver.read { tx in try tx.query(Query(), in: bulk) }
+        var expected: [RecordID] = []
+        var n = every
+        while n <= last {
+            for i in 0..<Int64(bulkRecords) { expected.append(.int(n * 100_000 + i)) }
+            n += every
+        }
+        let ids = records.map(\.id)
+        guard ids == expected else {
+            throw failure("trial \(trial): bulk holds \(ids.count) records, expected \(expected.count) for transaction \(last): a large transaction is partly visible or lost")
+        }
+        for record in records {
+            guard case .int(let id) = record.id, record.fields["t"] == .int(id / 100_000) else {
+                throw failure("trial \(trial): bulk record \(record.id) holds t = \(record.fields["t"] ?? .null)")
+            }
+        }
     }
 
     struct HelperOutput {
         var acknowledged: [Int64]
     }
 
-    static func runAndKill(helper: String, store: String, seed: UInt64, delayMicroseconds: Int, trial: Int) async throws -> HelperOutput {
-        let child = try ChildProcess(path: helper, arguments: [store, String(seed)])
+    static func runAndKill(helper: String, store: String, seed: UInt64, delayMicroseconds: Int, trial: Int, bulkEvery: Int = 0) async throws -> HelperOutput {
+        let child = try ChildProcess(path: helper, arguments: [store, String(seed)] + (bulkEvery > 0 ? [String(bulkEvery), String(bulkRecords)] : []))
         try? await Task.sleep(for: .microseconds(delayMicroseconds))
         let exitedEarly = !child.isRunning
         child.kill(SIGKILL)

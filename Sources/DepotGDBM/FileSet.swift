@@ -77,18 +77,71 @@ final class FileSet {
         switch op {
         case .put(let id, let key, let value):
             guard let f = try file(id, create: true) else { return }
+            try unmapIfBatch(id, f)
             try f.store(key, value)
             dirty.insert(id)
         case .delete(let id, let key):
             guard let f = try file(id, create: false) else { return }
+            try unmapIfBatch(id, f)
             try f.delete(key)
             dirty.insert(id)
         case .drop(let id):
-            lock.withLock { open.removeValue(forKey: id) }?.close()
+            let dropped = lock.withLock { open.removeValue(forKey: id) }
+            // A file dropped in the middle of a batch is closed: nothing to map again.
+            batchUnmapped?.removeValue(forKey: id)
+            dropped?.close()
             dirty.remove(id)
             try FileSystem.remove(path(id))
             directoryChanged = true
         }
+    }
+
+    /// Batches of at least this many file ops are applied with gdbm's memory mapping off in
+    /// the files they write (Docs/GDBMDriver.md, "Large applies").
+    static let unmappedBatchOps = 1024
+
+    /// During ``apply(_:)`` of a large batch: the files whose mapping it turned off.
+    private var batchUnmapped: [FileID: GDBMFile]?
+
+    /// Batches applied with the mapping off since the files were opened (for tests).
+    private(set) var unmappedBatches = 0
+
+    /// Applies `batches` of changes in order: one commit's ops, or the commits waiting to be
+    /// applied. With at least ``unmappedBatchOps`` ops in all (a bulk load, a large
+    /// transaction) and mapped files, each file is written with gdbm's mapping off
+    /// (``GDBMFile/beginUnmappedWrites()``) and mapped again at the end, which fsyncs it:
+    /// gdbm then writes with `pwrite` instead of unmapping and mapping the file again each
+    /// time it grows (2.6 times as fast for 64,000 inserts of 1.1 KB in a C program on this
+    /// machine, the fsync included).
+    /// - Throws: what a write throws, or `.io` when gdbm cannot change the mapping (its fsync
+    ///   failed); the files may then hold part of the batch, as after any failed apply.
+    func apply(_ batches: [[FileOp]]) throws {
+        let count = batches.reduce(0) { $0 + $1.count }
+        guard mapped, count >= FileSet.unmappedBatchOps else {
+            for ops in batches { for op in ops { try apply(op) } }
+            return
+        }
+        batchUnmapped = [:]
+        unmappedBatches += 1
+        var failure: (any Error)?
+        do {
+            for ops in batches { for op in ops { try apply(op) } }
+        } catch {
+            failure = error
+        }
+        let files = batchUnmapped ?? [:]
+        batchUnmapped = nil
+        for file in files.values {
+            do { try file.endUnmappedWrites() } catch { failure = failure ?? error }
+        }
+        if let failure { throw failure }
+    }
+
+    /// In a large batch, turns the mapping of `file` off the first time the batch writes it.
+    private func unmapIfBatch(_ id: FileID, _ file: GDBMFile) throws {
+        guard batchUnmapped != nil, batchUnmapped?[id] == nil else { return }
+        try file.beginUnmappedWrites()
+        batchUnmapped?[id] = file
     }
 
     /// gdbm_sync on every written file, then fsync of the directory if it changed.

@@ -747,7 +747,7 @@ final class GDBMEngine: @unchecked Sendable {
         if state.withLock({ $0.pending.isEmpty }), filesLock.tryWriteLock() {
             var applied = true
             do {
-                for op in ops { try primary.apply(op) }
+                try primary.apply([ops])
             } catch {
                 applied = false
                 // The files may hold part of this commit: publish it as a layer (reads then
@@ -854,9 +854,7 @@ final class GDBMEngine: @unchecked Sendable {
     private func applyPending() throws {
         let layers = state.withLock { $0.pending }
         guard !layers.isEmpty else { return }
-        for layer in layers {
-            for op in layer.ops { try primary.apply(op) }
-        }
+        try primary.apply(layers.map(\.ops))
         let applied = layers.reduce(0) { $0 + $1.ops.count }
         state.withLock {
             $0.pending.removeFirst(layers.count)

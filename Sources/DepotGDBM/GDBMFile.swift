@@ -88,6 +88,47 @@ final class GDBMFile {
         }
     }
 
+    /// Turns gdbm's memory mapping of this file off for a batch of writes, until the matching
+    /// ``endUnmappedWrites()``; shares the count of ``beginUnmappedReads()``, so the mapping
+    /// comes back only when neither a stream nor a batch still wants it off.
+    ///
+    /// gdbm maps exactly the file's current size, so every write that grows the file
+    /// unmaps and maps it again, and each unmap interrupts the process's other threads to
+    /// flush their TLBs; unmapped, gdbm writes with `pwrite` instead
+    /// (Docs/GDBMDriver.md, "Large applies"). gdbm fsyncs the file when the mode changes.
+    /// - Throws: `.io` when gdbm refuses (its fsync failed); the count is then unchanged.
+    func beginUnmappedWrites() throws {
+        lock.lock()
+        defer { lock.unlock() }
+        let dbf = try dbf()
+        if unmappedReaders == 0 {
+            try GDBMFaults.check("gdbm mapping", path: path)
+            var flag: Int32 = 0
+            guard gdbm_setopt(dbf, GDBM_SETMMAP, &flag, Int32(MemoryLayout<Int32>.size)) == 0 else {
+                throw GDBMErrors.fromFile(dbf, operation: "turn the memory mapping off", file: name)
+            }
+        }
+        unmappedReaders += 1
+    }
+
+    /// Ends one ``beginUnmappedWrites()``; the last holder turns the mapping back on, which
+    /// fsyncs the file (gdbm's own step).
+    /// - Throws: `.io` when gdbm refuses; the count is ended anyway, and the file stays
+    ///   readable and writable unmapped.
+    func endUnmappedWrites() throws {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let handle, unmappedReaders > 0 else { return }
+        unmappedReaders -= 1
+        if unmappedReaders == 0 {
+            try GDBMFaults.check("gdbm mapping", path: path)
+            var flag: Int32 = 1
+            guard gdbm_setopt(handle, GDBM_SETMMAP, &flag, Int32(MemoryLayout<Int32>.size)) == 0 else {
+                throw GDBMErrors.fromFile(handle, operation: "turn the memory mapping back on", file: name)
+            }
+        }
+    }
+
     /// Whether gdbm currently reads this file through its memory mapping (`nil` once closed
     /// or when gdbm cannot say).
     var isMemoryMapped: Bool? {

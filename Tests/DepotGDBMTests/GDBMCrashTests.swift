@@ -13,7 +13,7 @@ import Testing
     /// append, apply to the GDBM files, sync point, rotation of the journal, and a fold of a
     /// closed segment into a backup in the background.
     @Test func survivesKillNineWithDurabilityFull() async throws {
-        let count = CrashTrials.trialCount(default: 200, configurations: 2)
+        let count = CrashTrials.trialCount(default: 200, configurations: 3)
         let report = try await trials(options: "?durability=full&checkpoint_kb=48&sync_every=4&sync_interval_ms=0", trials: count, seed: 20_261_122, maxDelay: 180)
         print("gdbm crash trials (durability=full, checkpoint_kb=48, sync_every=4, sync_interval_ms=0): \(report)")
         #expect(report.trials == count)
@@ -38,13 +38,25 @@ import Testing
     }
 
     @Test func survivesKillNineWithDurabilityNormal() async throws {
-        let count = CrashTrials.trialCount(default: 20, configurations: 2)
+        let count = CrashTrials.trialCount(default: 20, configurations: 3)
         let report = try await trials(options: "?durability=normal&checkpoint_kb=96&sync_every=16&sync_interval_ms=0", trials: count, seed: 7, maxDelay: 250)
         print("gdbm crash trials (durability=normal, checkpoint_kb=96, sync_every=16, sync_interval_ms=0): \(report)")
         #expect(report.trials == count)
     }
 
-    func trials(options: String, trials: Int, seed: UInt64, maxDelay: Int) async throws -> CrashTrialReport {
+    /// Every fifth transaction also saves 1,100 records, a commit large enough to be applied
+    /// with the GDBM files unmapped (Docs/GDBMDriver.md, "Large applies"): kills land in its
+    /// journal append, its `pwrite`s and the fsyncs of its mapping changes; after each, the
+    /// large transactions are all there or all absent, and every acknowledged one is there.
+    @Test func survivesKillNineDuringLargeApplies() async throws {
+        let count = CrashTrials.trialCount(default: 20, configurations: 3)
+        let report = try await trials(options: "?durability=normal&checkpoint_kb=2048&sync_every=16&sync_interval_ms=0", trials: count, seed: 11, maxDelay: 400, bulkEvery: 5)
+        print("gdbm crash trials with large transactions (durability=normal, checkpoint_kb=2048, every fifth transaction 1,100 records): \(report)")
+        #expect(report.trials == count)
+        #expect(report.finalTransaction >= 5, "the helper got as far as a large transaction: \(report)")
+    }
+
+    func trials(options: String, trials: Int, seed: UInt64, maxDelay: Int, bulkEvery: Int = 0) async throws -> CrashTrialReport {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let store = "gdbm:" + dir.path + "/store" + options
@@ -53,7 +65,7 @@ import Testing
             GDBMDriver.register(in: &registry)
             return try await registry.makeDriver(store)
         }
-        return try await CrashTrials.run(store: store, factory: factory, directory: dir.path, trials: trials, seed: seed, maxDelayMilliseconds: maxDelay, classify: Self.classify)
+        return try await CrashTrials.run(store: store, factory: factory, directory: dir.path, trials: trials, seed: seed, maxDelayMilliseconds: maxDelay, classify: Self.classify, bulkEvery: bulkEvery)
     }
 }
 

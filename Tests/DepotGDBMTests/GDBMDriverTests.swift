@@ -322,6 +322,36 @@ import Testing
         await expectCode(.closed) { for try await _ in driver.stream(Query(), from: items) {} }
     }
 
+    /// A transaction of at least `FileSet.unmappedBatchOps` file ops is applied with gdbm's
+    /// mapping off (Docs/GDBMDriver.md, "Large applies"), a smaller one mapped; the files are
+    /// mapped again afterwards and hold every record, also after reopening.
+    @Test func largeAppliesRunUnmappedAndMapAgain() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let items = try CollectionName("items")
+        let driver = try await Self.open(dir, "?durability=normal")
+        try await driver.write { tx in try tx.prepare(CollectionSchema(name: items, idKind: .int)) }
+        let before = driver.engine.primary.unmappedBatches
+        try await driver.write { tx in
+            for n in 1...10 { try tx.insert(Record(id: .int(Int64(n)), fields: ["n": .int(Int64(n))]), into: items) }
+        }
+        #expect(driver.engine.primary.unmappedBatches == before)
+        let large = FileSet.unmappedBatchOps + 50
+        try await driver.write { tx in
+            for n in 11...large { try tx.insert(Record(id: .int(Int64(n)), fields: ["n": .int(Int64(n))]), into: items) }
+        }
+        #expect(driver.engine.primary.unmappedBatches == before + 1)
+        let file = try #require(try driver.engine.primary.file(.records(items), create: false))
+        #expect(file.isMemoryMapped == true)
+        #expect(try await driver.read { tx in try tx.count(.all, in: items) } == large)
+        #expect(try await driver.read { tx in try tx.get(.int(Int64(large)), from: items) }?.fields == ["n": .int(Int64(large))])
+        try await driver.close()
+        let reopened = try await Self.open(dir)
+        #expect(try await reopened.read { tx in try tx.count(.all, in: items) } == large)
+        #expect(try await reopened.integrityCheck() == [])
+        try await reopened.close()
+    }
+
     @Test func unmappedReadsNestAndTurnTheMappingBackOn() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }

@@ -178,6 +178,55 @@ import Glibc
         print("GDBM fault injection, \(step), \(durability): \(operations.count) operations × EIO/ENOSPC × once/always = \(operations.count * 4) trials, \(failuresSeen) reported an error")
     }
 
+    /// A commit large enough to be applied with gdbm's memory mapping off (Docs/GDBMDriver.md,
+    /// "Large applies") whose mapping change fails (gdbm fsyncs the file then) is
+    /// acknowledged: turning the mapping off (`which` 0) fails before the file is written,
+    /// turning it back on (`which` 1) after. Either way the store refuses work until the disk
+    /// works, the next read repairs the files, and a fresh driver finds every record.
+    @Test(arguments: [0, 1]) func aFailedMappingChangeIsRepaired(_ which: Int) async throws {
+        let items = try CollectionName("items")
+        let records = (0..<(FileSet.unmappedBatchOps + 100)).map { Record(id: .int(Int64($0) + 1), fields: ["n": .int(Int64($0))]) }
+        func open(_ store: FaultyStore) async throws -> GDBMDriver {
+            var options = EngineOptions()
+            options.durability = .normal
+            let driver = try await GDBMDriver(directory: store.path, options: options)
+            try await driver.write { tx in try tx.prepare(CollectionSchema(name: items, idKind: .int)) }
+            return driver
+        }
+        func insertAll(_ driver: GDBMDriver) async throws {
+            try await driver.write { tx in for record in records { try tx.insert(record, into: items) } }
+        }
+        // A run with nothing failed numbers the large commit's operations.
+        let dry = try FaultyStore()
+        let dryDriver = try await open(dry)
+        dry.plan.disarm()
+        try await insertAll(dryDriver)
+        let log = dry.plan.operationLog
+        try await dryDriver.close()
+        dry.finish()
+        let mappings = log.indices.filter { log[$0] == "gdbm mapping" }
+        try #require(mappings.count >= 2, "\(log.count) operations, \(mappings.count) mapping changes")
+
+        let store = try FaultyStore()
+        defer { store.finish() }
+        let driver = try await open(store)
+        let failing = which == 0 ? mappings[0] : mappings[mappings.count - 1]
+        store.plan.arm(failingAt: failing + 1, mode: .once, errno: EIO)
+        try await insertAll(driver)
+        #expect(store.plan.failureCount == 1)
+        #expect(store.plan.operationLog.last == "gdbm mapping")
+        #expect(driver.engine.needsRepair)
+        store.plan.disarm()
+        #expect(try await driver.read { tx in try tx.count(.all, in: items) } == records.count)
+        #expect(!driver.engine.needsRepair)
+        #expect(try await driver.read { tx in try tx.get(.int(Int64(records.count)), from: items) } == records.last)
+        try await driver.close()
+        let reopened = try await GDBMDriver(directory: store.path, options: EngineOptions())
+        #expect(try await reopened.read { tx in try tx.count(.all, in: items) } == records.count)
+        #expect(try await reopened.integrityCheck() == [])
+        try await reopened.close()
+    }
+
     /// A commit whose apply to the GDBM files fails is acknowledged (it is in the journal);
     /// the store refuses work while its files are partial, a repair on a disk that still
     /// fails is a typed `.io` and changes nothing, and once the disk works the next read
