@@ -111,7 +111,7 @@ final class FileSet {
     /// transaction) and mapped files, each file is written with gdbm's mapping off
     /// (``GDBMFile/beginUnmappedWrites()``) and mapped again at the end, which fsyncs it:
     /// gdbm then writes with `pwrite` instead of unmapping and mapping the file again each
-    /// time it grows (2.6 times as fast for 64,000 inserts of 1.1 KB in a C program on this
+    /// time it grows (2.3 times as fast for 64,000 inserts of 1.1 KB in a C program on this
     /// machine, the fsync included).
     /// - Throws: what a write throws, or `.io` when gdbm cannot change the mapping (its fsync
     ///   failed); the files may then hold part of the batch, as after any failed apply.

@@ -51,7 +51,8 @@ final class GDBMFile {
     /// systems): about 4 MiB at most per open file.
     static let bucketCacheSize = 1024
 
-    /// Streams reading this file with gdbm's memory mapping off (guarded by `lock`).
+    /// Holders of gdbm's memory mapping off for this file: streams reading it and large
+    /// batches writing it (guarded by `lock`).
     private var unmappedReaders = 0
 
     /// Turns gdbm's memory mapping of this file off until the matching
