@@ -37,8 +37,11 @@ final class SQLiteConnection {
     /// The last few statements used, most recent first, checked before `cache`: comparing a
     /// statement's SQL with `==` is immediate when it is the same string (a collection's
     /// cached insert or get SQL), while a dictionary lookup hashes the whole text each time.
+    /// Twelve: a DepotServer write goes through about eight statements in turn (the
+    /// idempotency record, the record, the change log and its index), which four kept
+    /// sending every other lookup to the dictionary.
     private var recent: [(sql: String, handle: OpaquePointer)] = []
-    private static let recentLimit = 4
+    private static let recentLimit = 12
     private static let cacheLimit = 256
     private(set) var isClosed = false
     /// The row source of the last point read (``SQLiteTransaction/withFields(of:from:_:)``),

@@ -153,7 +153,67 @@ extension RequestHandler {
     /// Reads a batch body into one request per entry.
     /// - Throws: ``HTTPFailure`` 400 for a body that is not a batch, 413 `batchTooLarge`
     ///   for more than ``DepotServer/Configuration/maxBatchEntries`` entries.
+    ///
+    /// A well-formed batch is read over its text, without building its value; anything else
+    /// is read through its parsed value (``parsedBatch(_:)``), which gives the error.
     func parseBatch(_ body: [UInt8]) throws -> [WireRequest] {
+        if let requests = streamedBatch(body) { return requests }
+        return try parsedBatch(body)
+    }
+
+    /// The requests of a well-formed batch within the limits, read over its text; `nil` for
+    /// anything else (invalid JSON, a malformed entry, too many entries, a tag-wrapped
+    /// value), which ``parsedBatch(_:)`` reads and refuses with its message.
+    func streamedBatch(_ body: [UInt8]) -> [WireRequest]? {
+        struct Refused: Error {}
+        let limit = configuration.maxBatchEntries
+        return body.withUnsafeBufferPointer { buffer -> [WireRequest]? in
+            var reader = JSONReader(buffer, maximumDepth: JSONText.maximumDepth, reporting: .text)
+            var requests: [WireRequest]?
+            do {
+                reader.skipWhitespace()
+                guard reader.peek() == UInt8(ascii: "{") else { return nil }
+                try reader.readObject { reader, key, _ in
+                    guard key == "requests" else { _ = try reader.readValue(depth: 1); return }
+                    guard reader.peek() == UInt8(ascii: "[") else { throw Refused() }
+                    var out: [WireRequest] = []
+                    try reader.readArray { reader, _ in
+                        guard out.count < limit, reader.peek() == UInt8(ascii: "{") else { throw Refused() }
+                        var method: String?
+                        var path: String?
+                        var headers: [String: String] = [:]
+                        var bytes: [UInt8] = []
+                        try reader.readObject { reader, key, _ in
+                            let value = try reader.readValue(depth: 3)
+                            switch (key, value) {
+                            case ("method", .string(let text)): method = text
+                            case ("path", .string(let text)): path = text
+                            case ("headers", .null), ("body", .null): break
+                            case ("headers", .object(let given)):
+                                for (name, value) in given {
+                                    guard let text = value.stringValue else { throw Refused() }
+                                    headers[name.lowercased()] = text
+                                }
+                            case ("body", .string(let text)): bytes = Array(text.utf8)
+                            case ("method", _), ("path", _), ("headers", _), ("body", _): throw Refused()
+                            default: break
+                            }
+                        }
+                        guard let method, let path, path.hasPrefix("/") else { throw Refused() }
+                        out.append(WireRequest(method: method, path: path, query: "", headers: headers, body: bytes))
+                    }
+                    requests = out
+                }
+                guard reader.atEnd() else { return nil }
+            } catch {
+                return nil
+            }
+            return requests
+        }
+    }
+
+    /// The requests of a batch read through its parsed value; the errors of ``parseBatch(_:)``.
+    func parsedBatch(_ body: [UInt8]) throws -> [WireRequest] {
         let value: FieldValue
         do { value = try JSONText.parse(body) } catch let error as DepotError {
             throw HTTPFailure.badRequest("The batch is not valid JSON: \(error.message)")

@@ -293,7 +293,8 @@ struct RequestHandler: Sendable {
             guard FieldName.isValid(name) else { throw HTTPFailure.badRequest("Field name \(quoted(name)) is not allowed.") }
             do { try field.validate(field: name) } catch let error as DepotError { throw HTTPFailure.badRequest(error.message) }
         }
-        if !keepNulls { fields = fields.filter { !$0.value.isNull } }
+        // A new table only when there is a null to drop.
+        if !keepNulls, fields.values.contains(where: \.isNull) { fields = fields.filter { !$0.value.isNull } }
         return (id, fields)
     }
 

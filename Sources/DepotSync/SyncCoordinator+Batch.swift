@@ -138,17 +138,36 @@ extension SyncCoordinator {
             if request.method == "POST", assigns, !entry.sent { inDoubt.append(entry.seq) }
             sending.append((index, entry, request))
         }
-        var requests: [FieldValue] = []
-        guard let base = endpoint.wireBase() else { return nil }
-        for item in sending {
-            guard let url = item.request.url, let path = endpoint.wirePath(url, base: base) else { return nil }
-            var headers: [String: FieldValue] = [:]
-            for (name, value) in item.request.headers { headers[name] = .string(value) }
-            var request: [String: FieldValue] = ["method": .string(item.request.method), "path": .string(path), "headers": .object(headers)]
-            if let body = item.request.body { request["body"] = .string(JSONText.serialize(body)) }
-            requests.append(.object(request))
+        var sentBodies: [String?] = []
+        sentBodies.reserveCapacity(sending.count)
+        guard let base = endpoint.wireBase(), let collectionURL = endpoint.url(),
+              let collectionPath = endpoint.wirePath(collectionURL, base: base) else { return nil }
+        // `{"requests":[{"body":…,"headers":{…},"method":…,"path":…},…]}`, written member by
+        // member in the byte order of the keys, the text serializing that value would give.
+        var writer = JSONWriter(pretty: false, capacity: 512 * sending.count + 16)
+        writer.raw("{\"requests\":[")
+        for (n, item) in sending.enumerated() {
+            if n > 0 { writer.byte(UInt8(ascii: ",")) }
+            writer.byte(UInt8(ascii: "{"))
+            var sentBody: String?
+            if let body = item.request.body {
+                let text = JSONText.serialize(body)
+                writer.raw("\"body\":")
+                writer.string(text)
+                writer.byte(UInt8(ascii: ","))
+                sentBody = text
+            }
+            sentBodies.append(sentBody)
+            writer.raw("\"headers\":")
+            Self.writeHeaders(item.request.headers, into: &writer)
+            writer.raw(",\"method\":")
+            writer.string(item.request.method)
+            writer.raw(",\"path\":")
+            writer.string(endpoint.wirePath(of: item.request, collectionPath: collectionPath))
+            writer.byte(UInt8(ascii: "}"))
         }
-        let body = Data(JSONText.serialize(.object(["requests": .array(requests)])).utf8)
+        writer.raw("]}")
+        let body = Data(writer.bytes)
         guard body.count <= Self.maxBatchBytes else { return nil }
         if !nothingToSend.isEmpty || !inDoubt.isEmpty {
             // As for one request: POSTs to a server that assigns ids are in doubt from here on.
@@ -186,10 +205,12 @@ extension SyncCoordinator {
         var successes: [PushSuccess] = []
         var dead: [(entry: OutboxEntry, status: Int, message: String)] = []
         var oneByOne: [(index: Int, entry: OutboxEntry, answer: HTTPAnswer)] = []
-        for (item, result) in zip(sending, results) {
+        for (n, (item, result)) in zip(sending, results).enumerated() {
             switch Self.pushVerdict(result, item.entry.operation, item.request.method) {
             case .success:
-                successes.append(try PushSuccess(item.entry, method: item.request.method, answer: result, endpoint))
+                var sent: (text: String, value: FieldValue)?
+                if let text = sentBodies[n], let value = item.request.body { sent = (text, value) }
+                successes.append(try PushSuccess(item.entry, method: item.request.method, answer: result, endpoint, sent: sent))
             case .permanent, .notFound:
                 dead.append((item.entry, result.status, Self.describe(result)))
                 outcomes[item.index] = .deadLettered
@@ -233,6 +254,25 @@ extension SyncCoordinator {
         return outcomes
     }
 
+    /// A request's headers as a batch entry carries them: the JSON object of their string
+    /// values, exactly as ``JSONText/serialize(_:pretty:)`` writes it (names in byte order,
+    /// a lone name that looks like a tag wrapped), without building the object.
+    static func writeHeaders(_ headers: [String: String], into writer: inout JSONWriter) {
+        if headers.count == 1, let (name, value) = headers.first, JSONWriter.isTag(name) {
+            writer.value(.object([name: .string(value)]), level: 0)
+            return
+        }
+        writer.byte(UInt8(ascii: "{"))
+        let names = headers.keys.sorted { BinaryText.precedes(BinaryText.prefix($0), $0, BinaryText.prefix($1), $1) }
+        for (n, name) in names.enumerated() {
+            if n > 0 { writer.byte(UInt8(ascii: ",")) }
+            writer.string(name)
+            writer.colon()
+            writer.string(headers[name] ?? "")
+        }
+        writer.byte(UInt8(ascii: "}"))
+    }
+
     /// Counts a failed attempt on each entry of a batch that got no usable answer.
     func recordUnanswered(_ seqs: [Int64], _ message: String, _ report: inout SyncReport) async throws {
         try await localWrite { tx in
@@ -246,8 +286,19 @@ extension SyncCoordinator {
         report.failures.append(message)
     }
 
-    /// The per-request answers of a batch answer, `nil` when it is not one.
+    /// The per-request answers of a batch answer, `nil` when it is not one:
+    /// `{"results":[{"status":…,"headers":{…},"body":"…"},…]}` (other members skipped, a
+    /// header that is not a string dropped, a missing body empty).
+    ///
+    /// Read member by member, without building the answer's value; text that this reading
+    /// does not take (not JSON, a tag-wrapped result) is read again through its parsed value
+    /// (``parsedBatchResults(_:)``), which decides.
     static func batchResults(_ answer: HTTPAnswer) -> [HTTPAnswer]? {
+        streamedBatchResults(answer) ?? parsedBatchResults(answer)
+    }
+
+    /// The per-request answers of a batch answer from its parsed value.
+    static func parsedBatchResults(_ answer: HTTPAnswer) -> [HTTPAnswer]? {
         guard case .object(let object)? = try? json(answer), case .array(let items)? = object["results"] else { return nil }
         var out: [HTTPAnswer] = []
         out.reserveCapacity(items.count)
@@ -261,5 +312,51 @@ extension SyncCoordinator {
             out.append(HTTPAnswer(status: Int(status), headers: headers, body: Data(body.utf8)))
         }
         return out
+    }
+
+    /// The per-request answers of a plain batch answer read over its text; `nil` for any
+    /// text it does not take, which ``parsedBatchResults(_:)`` then reads.
+    static func streamedBatchResults(_ answer: HTTPAnswer) -> [HTTPAnswer]? {
+        struct NotABatch: Error {}
+        let bytes = [UInt8](answer.body)
+        return bytes.withUnsafeBufferPointer { buffer -> [HTTPAnswer]? in
+            // The levels of `json(_:)`: an envelope around records.
+            var reader = JSONReader(buffer, maximumDepth: JSONText.maximumDepth + 4, reporting: .text, acceptsLegacyBase64: true)
+            var results: [HTTPAnswer]?
+            do {
+                reader.skipWhitespace()
+                guard reader.peek() == UInt8(ascii: "{") else { return nil }
+                try reader.readObject { reader, key, _ in
+                    guard key == "results" else { _ = try reader.readValue(depth: 1); return }
+                    guard reader.peek() == UInt8(ascii: "[") else { throw NotABatch() }
+                    var out: [HTTPAnswer] = []
+                    try reader.readArray { reader, _ in
+                        guard reader.peek() == UInt8(ascii: "{") else { throw NotABatch() }
+                        var status: Int64?
+                        var headers: [String: String] = [:]
+                        var body = ""
+                        try reader.readObject { reader, key, _ in
+                            let value = try reader.readValue(depth: 3)
+                            switch key {
+                            case "status": status = value.intValue
+                            case "headers":
+                                if case .object(let given) = value {
+                                    for (name, value) in given { if let text = value.stringValue { headers[name] = text } }
+                                }
+                            case "body": body = value.stringValue ?? ""
+                            default: break
+                            }
+                        }
+                        guard let status else { throw NotABatch() }
+                        out.append(HTTPAnswer(status: Int(status), headers: headers, body: Data(body.utf8)))
+                    }
+                    results = out
+                }
+                guard reader.atEnd() else { return nil }
+            } catch {
+                return nil
+            }
+            return results
+        }
     }
 }

@@ -148,7 +148,7 @@ extension SyncCoordinator {
             firstAnswer = nil
             let answer: HTTPAnswer
             do {
-                answer = try await send(endpoint, method, request.url, body: request.body, headers: request.headers, prior: prior, report: &report)
+                answer = try await send(endpoint, method, request.url(endpoint), body: request.body, headers: request.headers, prior: prior, report: &report)
             } catch let error as DepotError where error.code == .remote {
                 let message = error.message
                 try await localWrite { tx in
@@ -250,13 +250,13 @@ extension SyncCoordinator {
             let fields = entry.fields ?? [:]
             if state.remote {
                 if let etag = state.etag { headers["If-Match"] = etag }
-                return PushRequest(method: "PUT", url: endpoint.itemURL(id), body: endpoint.toServer(fields, id: id), headers: headers)
+                return PushRequest(method: "PUT", item: id, body: endpoint.toServer(fields, id: id), headers: headers)
             }
-            return PushRequest(method: "POST", url: endpoint.url(), body: endpoint.toServer(fields, id: endpoint.idAssignment == .client ? id : nil), headers: headers)
+            return PushRequest(method: "POST", item: nil, body: endpoint.toServer(fields, id: endpoint.idAssignment == .client ? id : nil), headers: headers)
         case .delete:
             guard state.remote else { return nil }
             if let etag = state.etag { headers["If-Match"] = etag }
-            return PushRequest(method: "DELETE", url: endpoint.itemURL(id), body: nil, headers: headers)
+            return PushRequest(method: "DELETE", item: id, body: nil, headers: headers)
         }
     }
 
@@ -282,9 +282,18 @@ extension SyncCoordinator {
 /// One push request, before hooks and retries (``SyncCoordinator/pushRequest(_:_:_:)``).
 struct PushRequest: Sendable {
     var method: String
-    var url: URL?
+    /// The record the request names in its path (`PUT`, `DELETE`); `nil` for a `POST` to
+    /// the collection.
+    var item: RecordID?
     var body: FieldValue?
     var headers: [String: String]
+
+    /// The request's URL at `endpoint`: built only for a request sent alone (a batch entry
+    /// carries its path, ``SyncEndpoint/wirePath(of:collectionPath:)``).
+    func url(_ endpoint: SyncEndpoint) -> URL? {
+        guard let item else { return endpoint.url() }
+        return endpoint.itemURL(item)
+    }
 }
 
 /// A successful answer to a push, read before the local transaction that records it.
@@ -296,13 +305,30 @@ struct PushSuccess: Sendable {
     var replayed: Bool
     var etag: String?
 
-    /// Reads `answer`. - Throws: ``DepotError`` `.remote` for a body that is not JSON.
-    init(_ entry: OutboxEntry, method: String, answer: HTTPAnswer, _ endpoint: SyncEndpoint) throws {
+    /// Reads `answer`. `sent` is the request's body, as sent and as the value it was
+    /// serialized from: an answer whose body is those same bytes (a server that echoes the
+    /// record it stored, as DepotServer does) is not parsed, since Depot's JSON reads back
+    /// exactly the value it was written from (Docs/TypeMapping.md, "JSON text"; Docs/Sync.md,
+    /// "Batched push").
+    /// - Throws: ``DepotError`` `.remote` for a body that is not JSON.
+    init(_ entry: OutboxEntry, method: String, answer: HTTPAnswer, _ endpoint: SyncEndpoint, sent: (text: String, value: FieldValue)? = nil) throws {
         self.entry = entry
         self.method = method
-        returned = try SyncCoordinator.json(answer).flatMap(endpoint.fromServer)
+        if let sent, Self.same(answer.body, sent.text) {
+            returned = endpoint.fromServer(sent.value)
+        } else {
+            returned = try SyncCoordinator.json(answer).flatMap(endpoint.fromServer)
+        }
         replayed = answer.header("idempotent-replayed") == "true"
         etag = answer.header("etag")
+    }
+
+    /// Whether `body` holds exactly the UTF-8 bytes of `text`.
+    static func same(_ body: Data, _ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { expected in
+            body.count == expected.count && body.withUnsafeBytes { $0.elementsEqual(UnsafeRawBufferPointer(expected)) }
+        }
     }
 
     /// Removes the entry and records the server's state inside `tx` (see
@@ -337,7 +363,7 @@ struct PushSuccess: Sendable {
             // usual answer echoes what was sent) the outbox is not searched for later edits.
             // Equal fields have equal hashes: the hash is computed only when they differ.
             if !replayed, let serverFields, let local = try tx.get(id, from: collection),
-               local.fields != serverFields.filter({ !$0.value.isNull }),
+               local.fields != (serverFields.values.contains(where: \.isNull) ? serverFields.filter({ !$0.value.isNull }) : serverFields),
                SyncLocal.stateHash(id, local.fields) != state.base,
                try SyncLocal.pendingEntries(tx, name, id).isEmpty {
                 try SyncLocal.writeLocal(tx, collection, id, serverFields)

@@ -109,23 +109,37 @@ public struct SyncEndpoint: Sendable {
 
     // MARK: URLs and field mapping
 
+    /// The URL of the resource path followed by `suffix` (already percent-encoded, as
+    /// ``pathSegment(_:)`` writes), with `query`.
+    ///
+    /// The characters of ``path`` a URL cannot hold (a space, `é`) are escaped here and its
+    /// own `%XX` escapes are kept: the text handed to `URLComponents` is then a valid URL, so
+    /// nothing is escaped a second time (an id's `%F0` sent as `%25F0` named another record).
     func url(_ suffix: String = "", query: [(String, String)] = []) -> URL? {
         var text = baseURL.absoluteString
         while text.hasSuffix("/") { text.removeLast() }
-        text += path + suffix
+        guard let resource = (path + suffix).addingPercentEncoding(withAllowedCharacters: Self.pathCharacters) else { return nil }
+        text += resource
         guard var components = URLComponents(string: text) else { return nil }
         if !query.isEmpty { components.queryItems = query.map { URLQueryItem(name: $0.0, value: $0.1) } }
         return components.url
     }
 
+    /// What a path may hold as it is: `%` too, since a path's escapes are kept.
+    static let pathCharacters = CharacterSet.urlPathAllowed.union(CharacterSet(charactersIn: "%"))
+
     func itemURL(_ id: RecordID) -> URL? {
-        let text: String
+        url("/" + Self.pathSegment(id))
+    }
+
+    /// `id` as the last segment of an item's path: only unreserved characters and `%XX`
+    /// escapes, so it reads the same in a URL's text and in its percent-encoded path.
+    static func pathSegment(_ id: RecordID) -> String {
         switch id {
-        case .int(let i): text = String(i)
-        case .string(let s) where URLText.isUnreserved(s): text = s
-        case .string(let s): text = s.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? s
+        case .int(let i): return String(i)
+        case .string(let s) where URLText.isUnreserved(s): return s
+        case .string(let s): return s.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? s
         }
-        return url("/" + text)
     }
 
     /// `POST /_batch` on the server (Docs/Server.md, "Batched writes").
@@ -151,6 +165,15 @@ public struct SyncEndpoint: Sendable {
         guard full.hasPrefix(base) else { return nil }
         let path = String(full.dropFirst(base.count))
         return path.hasPrefix("/") ? path : nil
+    }
+
+    /// The wire path (``wirePath(_:base:)``) of a push request, from `collectionPath`, the
+    /// wire path of ``url(_:query:)`` computed once for a batch: an item's path adds
+    /// `/` and ``pathSegment(_:)``, whose characters a URL keeps as they are, so no URL is
+    /// built and parsed per entry.
+    func wirePath(of request: PushRequest, collectionPath: String) -> String {
+        guard let item = request.item else { return collectionPath }
+        return collectionPath + "/" + Self.pathSegment(item)
     }
 
     /// Model fields -> server JSON object (the id under ``idField`` when given).
