@@ -56,63 +56,123 @@ extension SyncCoordinator {
     }
 
     /// Reads the change feed from the checkpoint; `false` when the server has no feed.
+    ///
+    /// The page after the one being applied is fetched, parsed and hashed meanwhile by its
+    /// own task (its cursor is in the answer, so it can go before the page commits); the
+    /// checkpoint still moves only when a page commits (Docs/Sync.md, "Pull").
     func pullFeed(_ collection: CollectionName, _ endpoint: SyncEndpoint, _ report: inout SyncReport) async throws -> Bool {
         let key = RecordID.string(collection.rawValue)
-        var cursor = try await localRead { tx in try tx.get(key, from: WireCollections.sync)?["cursor"].stringValue } ?? "0"
-        var feed = endpoint
-        feed.path = "/_changes"
+        let cursor = try await localRead { tx in try tx.get(key, from: WireCollections.sync)?["cursor"].stringValue } ?? "0"
         let policy = conflictPolicy
         let assigns = endpoint.idAssignment == .server
         var seen = 0
-        while true {
-            try Task.checkCancellation()
-            let url = feed.url(query: [("since", cursor), ("limit", String(endpoint.pageSize)), ("collection", endpoint.remoteCollection)])
-            let answer = try await send(endpoint, "GET", url, report: &report)
-            if answer.status == 404 || answer.status == 400 || answer.status == 405, cursor == "0" { return false }
-            if answer.status == 410, cursor != "0" {
-                // 410 `cursorExpired` (Docs/Server.md, "Retention"): forget the cursor.
-                try await localWrite { tx in
-                    var state = try tx.get(key, from: WireCollections.sync)?.fields ?? [:]
-                    state["cursor"] = nil
-                    try tx.save(Record(id: key, fields: state), into: WireCollections.sync)
+        var ahead: Task<FeedPage, any Error>? = fetchFeedPage(endpoint, since: cursor)
+        do {
+            while let current = ahead {
+                try Task.checkCancellation()
+                let fetched = try await current.value
+                report.add(fetched.report)
+                ahead = nil
+                let batch: [(RecordID, [String: FieldValue]?, String?)]
+                let hashes: [String]
+                let next: String
+                switch fetched.content {
+                case .missing: return false
+                case .expired:
+                    // 410 `cursorExpired` (Docs/Server.md, "Retention"): forget the cursor.
+                    try await localWrite { tx in
+                        var state = try tx.get(key, from: WireCollections.sync)?.fields ?? [:]
+                        state["cursor"] = nil
+                        try tx.save(Record(id: key, fields: state), into: WireCollections.sync)
+                    }
+                    emit(.feedCursorExpired(collection: collection.rawValue))
+                    throw FeedCursorExpired()
+                case .changes(let items, let itemHashes, let nextCursor, let hasMore):
+                    batch = items
+                    hashes = itemHashes
+                    next = nextCursor
+                    if hasMore { ahead = fetchFeedPage(endpoint, since: nextCursor) }
                 }
-                emit(.feedCursorExpired(collection: collection.rawValue))
-                throw FeedCursorExpired()
+                let outcomes = try await localWrite { tx -> [ApplyOutcome] in
+                    var outcomes: [ApplyOutcome] = []
+                    let outboxEmpty = try !Outbox.hasEntries(of: collection.rawValue, in: tx)
+                    for (n, (id, fields, etag)) in batch.enumerated() {
+                        outcomes.append(try SyncLocal.applyRemote(
+                            tx, collection: collection, id: id, server: fields, etag: etag, seen: nil, policy: policy,
+                            serverAssignsIDs: assigns, outboxEmpty: outboxEmpty, serverHash: hashes[n]
+                        ))
+                    }
+                    var state = try tx.get(key, from: WireCollections.sync)?.fields ?? [:]
+                    state["cursor"] = .string(next)
+                    try tx.save(Record(id: key, fields: state), into: WireCollections.sync)
+                    return outcomes
+                }
+                for (n, outcome) in outcomes.enumerated() { count(outcome, collection, batch[n].0, &report) }
+                seen += batch.count
+                emit(.pulled(collection: collection.rawValue, count: seen, total: nil))
             }
+        } catch {
+            // Nothing runs on after the pull returns: a page fetched ahead is cancelled and
+            // awaited.
+            if let ahead {
+                ahead.cancel()
+                _ = await ahead.result
+            }
+            throw error
+        }
+        return true
+    }
+
+    /// A page of the change feed fetched ahead of its transaction (``fetchFeedPage(_:since:)``).
+    struct FeedPage: Sendable {
+        enum Content: Sendable {
+            /// The server has no feed (asked from the start).
+            case missing
+            /// 410: the server forgot tombstones after the cursor.
+            case expired
+            /// The changes after the cursor: each record's id, fields (`nil`: deleted) and
+            /// ETag, its state hash, the next cursor, and whether more follow.
+            case changes([(RecordID, [String: FieldValue]?, String?)], [String], next: String, hasMore: Bool)
+        }
+        var content: Content
+        /// What the page's request counted (retries, failures).
+        var report: SyncReport
+    }
+
+    /// Starts fetching the feed's page after `cursor` in a task of its own, which also reads
+    /// and hashes its changes.
+    func fetchFeedPage(_ endpoint: SyncEndpoint, since cursor: String) -> Task<FeedPage, any Error> {
+        Task {
+            var part = SyncReport()
+            var feed = endpoint
+            feed.path = "/_changes"
+            let url = feed.url(query: [("since", cursor), ("limit", String(endpoint.pageSize)), ("collection", endpoint.remoteCollection)])
+            let answer = try await self.send(endpoint, "GET", url, report: &part)
+            if answer.status == 404 || answer.status == 400 || answer.status == 405, cursor == "0" { return FeedPage(content: .missing, report: part) }
+            if answer.status == 410, cursor != "0" { return FeedPage(content: .expired, report: part) }
             guard (200..<300).contains(answer.status), let body = try Self.json(answer)?.objectValue,
                 let changes = body["changes"]?.arrayValue, let next = body["next"]?.stringValue
             else { throw DepotError(.remote, "The change feed answered \(answer.status) with an unexpected body.") }
             var items: [(RecordID, [String: FieldValue]?, String?)] = []
+            var hashes: [String] = []
+            items.reserveCapacity(changes.count)
+            hashes.reserveCapacity(changes.count)
             for change in changes {
                 guard let object = change.objectValue, let id = object["id"].flatMap(RecordID.init) else {
                     throw DepotError(.remote, "The change feed sent an entry without a record id; the pull stops at cursor \(cursor).")
                 }
                 if object["op"]?.stringValue == "delete" {
                     items.append((id, nil, nil))
+                    hashes.append(SyncLocal.stateHash(id, nil))
                 } else {
                     guard let raw = object["record"], let record = endpoint.fromServer(raw) else {
                         throw DepotError(.remote, "The change feed sent record \(id) without a readable record; the pull stops at cursor \(cursor).")
                     }
                     items.append((record.id, record.fields, object["etag"]?.stringValue))
+                    hashes.append(SyncLocal.stateHash(record.id, record.fields))
                 }
             }
-            let batch = items
-            let outcomes = try await localWrite { tx -> [ApplyOutcome] in
-                var outcomes: [ApplyOutcome] = []
-                let outboxEmpty = try !Outbox.hasEntries(of: collection.rawValue, in: tx)
-                for (id, fields, etag) in batch {
-                    outcomes.append(try SyncLocal.applyRemote(tx, collection: collection, id: id, server: fields, etag: etag, seen: nil, policy: policy, serverAssignsIDs: assigns, outboxEmpty: outboxEmpty))
-                }
-                var state = try tx.get(key, from: WireCollections.sync)?.fields ?? [:]
-                state["cursor"] = .string(next)
-                try tx.save(Record(id: key, fields: state), into: WireCollections.sync)
-                return outcomes
-            }
-            for (n, outcome) in outcomes.enumerated() { count(outcome, collection, batch[n].0, &report) }
-            seen += items.count
-            emit(.pulled(collection: collection.rawValue, count: seen, total: nil))
-            cursor = next
-            if body["hasMore"]?.boolValue != true { return true }
+            return FeedPage(content: .changes(items, hashes, next: next, hasMore: body["hasMore"]?.boolValue == true), report: part)
         }
     }
 
@@ -129,28 +189,46 @@ extension SyncCoordinator {
         let assigns = endpoint.idAssignment == .server
         var page = max(1, startPage)
         var seen = 0
-        while true {
-            try Task.checkCancellation()
-            let (records, total, full) = try await fetchPage(endpoint, page: page, size: endpoint.pageSize, sort: nil, report: &report)
-            let batch = records
-            let nextPage = page + 1
-            let outcomes = try await localWrite { tx -> [ApplyOutcome] in
-                var outcomes: [ApplyOutcome] = []
-                let outboxEmpty = try !Outbox.hasEntries(of: collection.rawValue, in: tx)
-                for record in batch {
-                    outcomes.append(try SyncLocal.applyRemote(tx, collection: collection, id: record.id, server: record.fields, etag: nil, seen: generation, policy: policy, serverAssignsIDs: assigns, outboxEmpty: outboxEmpty))
+        // The page after the one being applied is fetched, parsed and hashed meanwhile by
+        // its own task; the cursor still moves only when a page commits (Docs/Sync.md, "Pull").
+        var ahead: Task<ListingPage, any Error>? = fetchListingPage(endpoint, page: page)
+        do {
+            while let current = ahead {
+                try Task.checkCancellation()
+                let fetched = try await current.value
+                report.add(fetched.report)
+                ahead = fetched.full ? fetchListingPage(endpoint, page: page + 1) : nil
+                let batch = fetched.records
+                let hashes = fetched.hashes
+                let nextPage = page + 1
+                let outcomes = try await localWrite { tx -> [ApplyOutcome] in
+                    var outcomes: [ApplyOutcome] = []
+                    let outboxEmpty = try !Outbox.hasEntries(of: collection.rawValue, in: tx)
+                    for (n, record) in batch.enumerated() {
+                        outcomes.append(try SyncLocal.applyRemote(
+                            tx, collection: collection, id: record.id, server: record.fields, etag: nil, seen: generation, policy: policy,
+                            serverAssignsIDs: assigns, outboxEmpty: outboxEmpty, serverHash: hashes[n]
+                        ))
+                    }
+                    var state = try tx.get(key, from: WireCollections.sync)?.fields ?? [:]
+                    state["pullPage"] = .int(Int64(nextPage))
+                    state["generation"] = .int(generation)
+                    try tx.save(Record(id: key, fields: state), into: WireCollections.sync)
+                    return outcomes
                 }
-                var state = try tx.get(key, from: WireCollections.sync)?.fields ?? [:]
-                state["pullPage"] = .int(Int64(nextPage))
-                state["generation"] = .int(generation)
-                try tx.save(Record(id: key, fields: state), into: WireCollections.sync)
-                return outcomes
+                for (n, outcome) in outcomes.enumerated() { count(outcome, collection, batch[n].id, &report) }
+                seen += batch.count
+                emit(.pulled(collection: collection.rawValue, count: seen, total: fetched.total))
+                page += 1
             }
-            for (n, outcome) in outcomes.enumerated() { count(outcome, collection, batch[n].id, &report) }
-            seen += records.count
-            emit(.pulled(collection: collection.rawValue, count: seen, total: total))
-            if !full { break }
-            page += 1
+        } catch {
+            // Nothing runs on after the pull returns: a page fetched ahead is cancelled and
+            // awaited.
+            if let ahead {
+                ahead.cancel()
+                _ = await ahead.result
+            }
+            throw error
         }
         let name = collection.rawValue
         let outcomes = try await localWrite { tx -> [(RecordID, ApplyOutcome)] in
@@ -169,6 +247,29 @@ extension SyncCoordinator {
             return outcomes
         }
         for (id, outcome) in outcomes { count(outcome, collection, id, &report) }
+    }
+
+    /// A page of the listing fetched ahead of its transaction (``fetchListingPage(_:page:)``).
+    struct ListingPage: Sendable {
+        var records: [Record]
+        /// `SyncLocal.stateHash` of each record, computed outside the transaction.
+        var hashes: [String]
+        var total: Int?
+        var full: Bool
+        /// What the page's requests counted (retries, failures).
+        var report: SyncReport
+    }
+
+    /// Starts fetching `page` of the listing in a task of its own, which also hashes the
+    /// records' states: the next page is on the wire and parsed while the current one is
+    /// applied.
+    func fetchListingPage(_ endpoint: SyncEndpoint, page: Int) -> Task<ListingPage, any Error> {
+        Task {
+            var part = SyncReport()
+            let (records, total, full) = try await self.fetchPage(endpoint, page: page, size: endpoint.pageSize, sort: nil, report: &part)
+            let hashes = records.map { SyncLocal.stateHash($0.id, $0.fields) }
+            return ListingPage(records: records, hashes: hashes, total: total, full: full, report: part)
+        }
     }
 
     /// Fetches one page of the listing: the records, the total when the server said, and

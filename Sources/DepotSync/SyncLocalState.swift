@@ -69,6 +69,19 @@ enum SyncLocal {
         return WireETag.hash(JSONText.recordBytes(id: id, fields: fields, droppingNulls: true))
     }
 
+    /// Whether two record states have the same ``stateHash(_:_:)``, without writing their
+    /// JSON: both deleted, or equal fields once what the hash leaves out (null fields, a
+    /// field named `id`) is left out. Equal values have equal canonical JSON and, since that
+    /// JSON reads back exactly, different values have different JSON.
+    static func sameState(_ a: [String: FieldValue]?, _ b: [String: FieldValue]?) -> Bool {
+        guard let a, let b else { return a == nil && b == nil }
+        func hashed(_ fields: [String: FieldValue]) -> [String: FieldValue] {
+            guard fields["id"] != nil || fields.values.contains(where: \.isNull) else { return fields }
+            return fields.filter { $0.key != "id" && !$0.value.isNull }
+        }
+        return hashed(a) == hashed(b)
+    }
+
     static func pendingEntries(_ tx: StoreReadTransaction, _ collection: String, _ id: RecordID) throws -> [OutboxEntry] {
         try Outbox.entries(of: collection, id: id, in: tx)
     }
@@ -98,14 +111,16 @@ enum SyncLocal {
     /// `outboxEmpty`: the caller checked, in `tx`, that the collection has no outbox entry at
     /// all (``Outbox/hasEntries(of:in:)``), so the per-record lookup is skipped. Applying
     /// server states never adds an entry while none is pending, so the check holds for a
-    /// whole page applied in one transaction.
+    /// whole page applied in one transaction. `serverHash`: `stateHash(id, server)`, when the
+    /// caller computed it outside the transaction (a pull hashes the next page while this
+    /// one is applied).
     static func applyRemote(
         _ tx: StoreWriteTransaction, collection: CollectionName, id: RecordID, server: [String: FieldValue]?, etag: String?,
-        seen: Int64?, policy: ConflictPolicy, serverAssignsIDs: Bool = false, outboxEmpty: Bool = false
+        seen: Int64?, policy: ConflictPolicy, serverAssignsIDs: Bool = false, outboxEmpty: Bool = false, serverHash knownHash: String? = nil
     ) throws -> ApplyOutcome {
         let name = collection.rawValue
         var state = try RecordSyncState.load(tx, name, id)
-        let serverHash = stateHash(id, server)
+        let serverHash = knownHash ?? stateHash(id, server)
         if let seen { state.seen = seen }
         var pending = outboxEmpty ? [] : try pendingEntries(tx, name, id)
         if serverAssignsIDs, !state.remote, state.base == nil, !pending.isEmpty {
@@ -126,7 +141,7 @@ enum SyncLocal {
         }
         if pending.isEmpty {
             let local = try tx.get(id, from: collection)
-            let changed = stateHash(id, local?.fields) != serverHash
+            let changed = !sameState(local?.fields, server)
             if changed { try writeLocal(tx, collection, id, server, absent: local == nil) }
             try settle()
             if !changed { return .unchanged }

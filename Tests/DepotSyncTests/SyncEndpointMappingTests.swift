@@ -174,4 +174,22 @@ import Testing
             #expect(read.map { String(decoding: $0.body, as: UTF8.self) } == expected.map(\.2), "\(body)")
         }
     }
+
+    /// A pull compares states by their fields (`SyncLocal.sameState`) where it compared
+    /// their hashes: the answer must be the hashes' for every pair, including the values
+    /// whose JSON differs though Swift's `==` on the raw numbers would not (`0.0`, `-0.0`),
+    /// kinds that print alike (`1`, `1.0`), nulls (left out of the hash, kept when nested)
+    /// and a field named `id` (left out of the hash).
+    @Test func statesCompareAsTheirHashes() {
+        let states: [[String: FieldValue]?] = [
+            nil, [:], ["a": 1], ["a": 1.0], ["a": .double(0.0)], ["a": .double(-0.0)], ["a": 1, "b": .null], ["a": 1, "id": 9],
+            ["a": ["x": .null]], ["a": ["x": 1]], ["a": [:]], ["a": "1"], ["a": .bytes(Data([1]))], ["a": 1, "b": 2], ["b": 2, "a": 1],
+        ]
+        for a in states {
+            for b in states {
+                let byHash = SyncLocal.stateHash(.int(1), a) == SyncLocal.stateHash(.int(1), b)
+                #expect(SyncLocal.sameState(a, b) == byHash, "\(String(describing: a)) \(String(describing: b))")
+            }
+        }
+    }
 }
