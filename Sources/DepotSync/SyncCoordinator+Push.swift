@@ -304,6 +304,10 @@ struct PushSuccess: Sendable {
     var returned: Record?
     var replayed: Bool
     var etag: String?
+    /// `SyncLocal.stateHash` of ``returned``, when the answer echoed the body sent and that
+    /// body is already the state's canonical text (no field mapping, the id under `id`,
+    /// every member a field): hashed from the bytes sent instead of written again.
+    var echoHash: String?
 
     /// Reads `answer`. `sent` is the request's body, as sent and as the value it was
     /// serialized from: an answer whose body is those same bytes (a server that echoes the
@@ -316,6 +320,12 @@ struct PushSuccess: Sendable {
         self.method = method
         if let sent, Self.same(answer.body, sent.text) {
             returned = endpoint.fromServer(sent.value)
+            // The text sent is `{"id":…, fields…}` with keys in byte order, the text the
+            // state hash is taken of, when nothing was renamed or left out on the way.
+            if let returned, endpoint.fieldMapping.isEmpty, endpoint.idField == "id",
+               case .object(let members) = sent.value, members.count == returned.fields.count + 1 {
+                echoHash = WireETag.hash(sent.text.utf8)
+            }
         } else {
             returned = try SyncCoordinator.json(answer).flatMap(endpoint.fromServer)
         }
@@ -358,7 +368,7 @@ struct PushSuccess: Sendable {
             state.remote = true
             state.etag = etag
             let serverFields = returned?.fields ?? entry.fields
-            state.base = SyncLocal.stateHash(id, serverFields)
+            if let echoHash, returned?.id == id { state.base = echoHash } else { state.base = SyncLocal.stateHash(id, serverFields) }
             // The local record is compared first: when it already is the server's state (the
             // usual answer echoes what was sent) the outbox is not searched for later edits.
             // Equal fields have equal hashes: the hash is computed only when they differ.

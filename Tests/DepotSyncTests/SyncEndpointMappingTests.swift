@@ -102,6 +102,9 @@ import Testing
             #expect(read.returned != nil)
             #expect(read.returned == parsed.returned, "\(text)")
             #expect(read.etag == "\"e\"")
+            // The state hash taken of the bytes sent is the hash of the returned state.
+            let returned = try #require(read.returned)
+            #expect(read.echoHash == SyncLocal.stateHash(returned.id, returned.fields), "\(text)")
         }
         // Other bytes (the server changed a field): the answer is parsed, not the value sent.
         let sent: FieldValue = ["id": 7, "title": "x"]
@@ -109,6 +112,20 @@ import Testing
         let changed = HTTPAnswer(status: 200, body: Data(#"{"id":7,"title":"y"}"#.utf8))
         let read = try PushSuccess(entry, method: "PUT", answer: changed, endpoint, sent: (JSONText.serialize(sent), sent))
         #expect(read.returned?.fields == ["title": "y"])
+        #expect(read.echoHash == nil)
+        // Sent with a null or under a mapping: the text sent is not the state's text.
+        let withNull: FieldValue = ["id": 7, "title": "x", "gone": .null]
+        let nullText = JSONText.serialize(withNull)
+        let echoedNull = HTTPAnswer(status: 200, body: Data(nullText.utf8))
+        let readNull = try PushSuccess(entry, method: "PUT", answer: echoedNull, endpoint, sent: (nullText, withNull))
+        #expect(readNull.returned?.fields == ["title": "x"])
+        #expect(readNull.echoHash == nil)
+        let mapped = try self.endpoint(mapping: ["title": "t"])
+        let mappedValue: FieldValue = ["id": 7, "t": "x"]
+        let mappedText = JSONText.serialize(mappedValue)
+        let readMapped = try PushSuccess(entry, method: "PUT", answer: HTTPAnswer(status: 200, body: Data(mappedText.utf8)), mapped, sent: (mappedText, mappedValue))
+        #expect(readMapped.returned?.fields == ["title": "x"])
+        #expect(readMapped.echoHash == nil)
         #expect(!PushSuccess.same(Data(#"{"id":7}"#.utf8), #"{"id":8}"#))
         #expect(!PushSuccess.same(Data(#"{"id":7}"#.utf8), #"{"id":7} "#))
         #expect(PushSuccess.same(Data(), ""))
