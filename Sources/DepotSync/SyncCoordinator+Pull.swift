@@ -232,7 +232,12 @@ extension SyncCoordinator {
         }
         let name = collection.rawValue
         let outcomes = try await localWrite { tx -> [(RecordID, ApplyOutcome)] in
-            let known = try tx.query(Query(filter: Field("collection") == name && Field("remote") == true), in: WireCollections.syncRecords)
+            // Only the states this listing did not stamp are read (`seen` is always written as
+            // an integer, so `!=` in the query leaves out exactly the stamped ones; the check
+            // below stays): a full listing decodes none of its own states again.
+            let known = try tx.query(
+                Query(filter: Field("collection") == name && Field("remote") == true && Field("seen") != generation), in: WireCollections.syncRecords
+            )
             var outcomes: [(RecordID, ApplyOutcome)] = []
             for state in known where state["seen"].intValue != generation {
                 guard let id = RecordID(state["recordId"]) else {
