@@ -371,10 +371,9 @@ struct PushSuccess: Sendable {
             if let echoHash, returned?.id == id { state.base = echoHash } else { state.base = SyncLocal.stateHash(id, serverFields) }
             // The local record is compared first: when it already is the server's state (the
             // usual answer echoes what was sent) the outbox is not searched for later edits.
-            // Equal fields have equal hashes: the hash is computed only when they differ.
+            // States compare by their fields, as a pull compares them (`SyncLocal.sameState`).
             if !replayed, let serverFields, let local = try tx.get(id, from: collection),
-               local.fields != (serverFields.values.contains(where: \.isNull) ? serverFields.filter({ !$0.value.isNull }) : serverFields),
-               SyncLocal.stateHash(id, local.fields) != state.base,
+               !SyncLocal.sameState(local.fields, serverFields),
                try SyncLocal.pendingEntries(tx, name, id).isEmpty {
                 try SyncLocal.writeLocal(tx, collection, id, serverFields)
             }
