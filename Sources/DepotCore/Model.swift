@@ -238,6 +238,7 @@ extension StoredModel {
     }
 
     /// Decodes a model from a record read in place. - Throws: `.decoding` naming the collection and id.
+    @inlinable
     static func decode(_ source: any FieldSource) throws -> Self {
         do {
             return try Self(record: source)

@@ -17,7 +17,7 @@ public struct Repository<M: StoredModel>: Sendable {
     public let store: Store
     /// The model's collection (``StoredModel/collectionName``).
     public let collection: CollectionName
-    let cache: ModelCache<M>?
+    @usableFromInline let cache: ModelCache<M>?
 
     init(store: Store, collection: CollectionName, cache: ModelCache<M>?) {
         self.store = store
@@ -61,6 +61,11 @@ public struct Repository<M: StoredModel>: Sendable {
     }
 
     /// The model with `id`, from the read cache when it has it.
+    ///
+    /// Inlinable so that it is compiled for the app's model type: unspecialized, each call
+    /// looks up the runtime metadata of the generic types it uses (Docs/Models.md, "Cost of a
+    /// typed read").
+    @inlinable
     public func find(id: M.ID) async throws -> M? {
         guard let recordID = id.recordID else { return nil }
         if let cache, let hit = cache.get(recordID) { return hit }
@@ -258,6 +263,7 @@ public struct RepositoryQuery<M: StoredModel>: Sendable {
 }
 
 /// A bounded read cache by id, invalidated synchronously by every commit of its store.
+@usableFromInline
 final class ModelCache<M: StoredModel>: ChangeInvalidated, @unchecked Sendable {
     // @unchecked: all mutable state lives in `state`, a Locked.
     struct State {
@@ -274,8 +280,10 @@ final class ModelCache<M: StoredModel>: ChangeInvalidated, @unchecked Sendable {
         self.collection = collection
     }
 
+    @usableFromInline
     var generation: UInt64 { state.withLock { $0.generation } }
 
+    @usableFromInline
     func get(_ id: RecordID) -> M? {
         state.withLock { state in
             guard let entry = state.entries[id] else { return nil }
@@ -286,6 +294,7 @@ final class ModelCache<M: StoredModel>: ChangeInvalidated, @unchecked Sendable {
     }
 
     /// Stores a model read at `generation`, unless a commit has invalidated since.
+    @usableFromInline
     func put(_ id: RecordID, _ model: M, ifGeneration generation: UInt64) {
         state.withLock { state in
             guard state.generation == generation else { return }

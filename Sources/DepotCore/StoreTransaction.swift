@@ -3,7 +3,7 @@ import Foundation
 /// Reading inside ``Store/read(_:)``: the driver's transaction plus typed access.
 /// Valid only inside the closure.
 public class StoreReadTransaction {
-    let base: any ReadTransaction
+    @usableFromInline let base: any ReadTransaction
     unowned let store: Store
 
     init(_ base: any ReadTransaction, store: Store) {
@@ -49,12 +49,14 @@ public class StoreReadTransaction {
         return out
     }
     /// The record with `id` decoded as `M`, read in place where the driver can.
+    @inlinable
     public func model<M: StoredModel>(_ type: M.Type, id: RecordID, in collection: CollectionName) throws -> M? {
         try base.withFields(of: id, from: collection) { try M.decode($0) }
     }
 
     /// ``model(_:id:in:)``, then, when there is no record with `id`, the first of
     /// `alternates` that has one (a UUID id stored in lower case).
+    @inlinable
     func model<M: StoredModel>(_ type: M.Type, id: RecordID, alternates: [RecordID], in collection: CollectionName) throws -> M? {
         if let found = try model(M.self, id: id, in: collection) { return found }
         for alternate in alternates {
