@@ -52,6 +52,17 @@ final class SQLiteConnection {
     /// The statement log, `nil` for a connection that logs nothing (Docs/SQLiteDriver.md,
     /// "Statement log").
     let log: SQLiteStatementLog?
+    /// `true` for a reader connection (`PRAGMA query_only`): it never commits, so SQLite's
+    /// `PRAGMA data_version` on it changes exactly when another connection has committed.
+    var isReadOnly = false
+    /// On a read-only connection, the catalog generation read at the last data version
+    /// seen: while `PRAGMA data_version` still says `dataVersion`, nothing has been
+    /// committed since, and the generation is known without reading the metadata table
+    /// (Docs/SQLiteDriver.md, "Where transactions run").
+    var generationAtDataVersion: (dataVersion: Int64, generation: Int64)?
+    /// The catalog this connection's last transaction used: the next one at the same
+    /// generation takes it without the driver's lock (a generation's catalog never changes).
+    var lastCatalog: Catalog?
 
     /// Opens (creating if asked) the database at `path`, hardened and configured; `log`
     /// logs its statements from the first one. `vfs` names the SQLite VFS to open it with

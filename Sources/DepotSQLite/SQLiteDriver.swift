@@ -240,11 +240,16 @@ public final class SQLiteDriver: StorageDriver {
 
     /// The catalog at `generation`, read by the connection's current transaction.
     private func catalog(for connection: SQLiteConnection, generation: Int64) throws -> Catalog {
-        if let cached = cachedCatalog.withLock({ $0 }), cached.generation == generation { return cached }
+        if let last = connection.lastCatalog, last.generation == generation { return last }
+        if let cached = cachedCatalog.withLock({ $0 }), cached.generation == generation {
+            connection.lastCatalog = cached
+            return cached
+        }
         let loaded = try Catalog.load(connection, generation: generation)
         cachedCatalog.withLock { current in
             if (current?.generation ?? Int64.min) < generation { current = loaded }
         }
+        connection.lastCatalog = loaded
         return loaded
     }
 
@@ -303,13 +308,26 @@ public final class SQLiteDriver: StorageDriver {
         if inline { connection.beginInline(steps: SQLiteDriver.inlineStepBudget) }
         defer { if inline { connection.endInline() } }
         connection.refreshLog()
-        let snapshot = try connection.statement(SQLiteLayout.generationSQL)
+        // A reader's snapshot is taken by `PRAGMA data_version`, which also says whether
+        // anything was committed since its last transaction: if not, the catalog generation
+        // is the one read then. Other connections read the generation itself.
+        let readsVersion = connection.isReadOnly
+        let snapshot = try connection.statement(readsVersion ? SQLiteLayout.dataVersionSQL : SQLiteLayout.generationSQL)
         // Resetting the pending statement ends the read transaction, whatever happened.
         defer { snapshot.finish() }
         let transaction: SQLiteTransaction
         do {
-            guard try snapshot.step(), case .int(let generation) = snapshot.value(0) else {
+            guard try snapshot.step(), case .int(let first) = snapshot.value(0) else {
                 throw DepotError(.corrupted, "The SQLite store's metadata table in '\(connection.fileName)' is damaged or not Depot's.")
+            }
+            let generation: Int64
+            if !readsVersion {
+                generation = first
+            } else if let known = connection.generationAtDataVersion, known.dataVersion == first {
+                generation = known.generation
+            } else {
+                generation = try Catalog.currentGeneration(connection)
+                connection.generationAtDataVersion = (first, generation)
             }
             transaction = SQLiteTransaction(connection: connection, catalog: try catalog(for: connection, generation: generation), writable: false)
             if inline { connection.restoreBusyTimeout() }
@@ -418,6 +436,7 @@ public final class SQLiteDriver: StorageDriver {
             let log = SQLiteStatementLog(logger: logger, showsValues: logValues, role: "reader")
             let connection = try SQLiteConnection(path: filePath, create: false, busyTimeoutMilliseconds: busy, log: log, vfs: vfs)
             try connection.execute("PRAGMA query_only = ON")
+            connection.isReadOnly = true
             return connection
         }
     }

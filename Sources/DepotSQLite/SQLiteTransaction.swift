@@ -59,12 +59,18 @@ final class SQLiteTransaction: WriteTransaction {
     private func rowByID<T>(_ id: RecordID, in collection: CollectionName, _ row: (Statement, CollectionMeta) throws -> T) throws -> T? {
         try checkValid()
         guard let meta = catalog.collections[collection], id.kind == meta.idKind else { return nil }
-        var result: T?
-        try connection.query(meta.getSQL, [Self.idValue(id)]) { statement in
-            result = try row(statement, meta)
-            return false
+        let statement = try connection.statement(meta.getSQL)
+        // An integer id is bound again by the next use; a text one is cleared.
+        var textID = false
+        defer { statement.finish(clearing: textID) }
+        switch id {
+        case .int(let i): try statement.bind(.int(i), at: 1)
+        case .string(let s):
+            textID = true
+            try statement.bind(.text(s), at: 1)
         }
-        return result
+        guard try statement.step() else { return nil }
+        return try row(statement, meta)
     }
 
     func get(_ id: RecordID, from collection: CollectionName) throws -> Record? {

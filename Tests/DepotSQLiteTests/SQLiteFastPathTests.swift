@@ -133,6 +133,41 @@ import Testing
         try await driver.close()
     }
 
+    /// A reader connection reads the catalog generation only when `PRAGMA data_version`
+    /// says another connection committed since its last transaction; a column and a
+    /// collection added through another driver on the same file are seen by the next read,
+    /// and so is a change of values alone.
+    @Test func readersReadTheGenerationOnlyAfterACommitElsewhere() async throws {
+        let dir = try ScratchDirectory()
+        let capture = LogCapture()
+        let reader = try await SQLiteDriver(path: dir.store, logger: capture.logger)
+        let writer = try await SQLiteDriver(path: dir.store)
+        try await writer.write { tx in try tx.insert(Record(id: 1, fields: ["n": 1]), into: self.items) }
+        let generationRead = { (log: ArraySlice<String>) in log.contains { $0.contains("'generation'") } }
+        #expect(try await reader.read { tx in try tx.get(1, from: self.items) } == Record(id: 1, fields: ["n": 1]))
+        var seen = capture.messages.count
+        // Nothing committed since: the snapshot statement alone, no read of the generation.
+        #expect(try await reader.read { tx in try tx.get(1, from: self.items) } == Record(id: 1, fields: ["n": 1]))
+        #expect(capture.messages[seen...].contains { $0.hasPrefix("PRAGMA data_version") }, "\(capture.messages[seen...])")
+        #expect(!generationRead(capture.messages[seen...]), "\(capture.messages[seen...])")
+        // Another driver adds a column and a collection: the next read sees both.
+        let others = try CollectionName("others")
+        try await writer.write { tx in
+            try tx.update(Record(id: 1, fields: ["n": 2, "added": "yes"]), in: self.items)
+            try tx.insert(Record(id: 1, fields: [:]), into: others)
+        }
+        seen = capture.messages.count
+        let (got, names) = try await reader.read { tx in (try tx.get(1, from: self.items), try tx.collectionNames()) }
+        #expect(got == Record(id: 1, fields: ["n": 2, "added": "yes"]))
+        #expect(names.contains(others))
+        #expect(generationRead(capture.messages[seen...]))
+        // A change of values alone is seen too.
+        try await writer.write { tx in try tx.update(Record(id: 1, fields: ["n": 3, "added": "again"]), in: self.items) }
+        #expect(try await reader.read { tx in try tx.get(1, from: self.items) } == Record(id: 1, fields: ["n": 3, "added": "again"]))
+        try await writer.close()
+        try await reader.close()
+    }
+
     @Test func cachedStatementsFollowAddedColumns() async throws {
         let dir = try ScratchDirectory()
         let driver = try await SQLiteDriver(path: dir.store)
