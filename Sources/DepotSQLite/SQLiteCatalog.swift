@@ -40,8 +40,8 @@ enum SQLiteLayout {
         CREATE TABLE IF NOT EXISTS "_depotsys_collections"(name TEXT PRIMARY KEY NOT NULL, tbl TEXT NOT NULL, id_kind TEXT NOT NULL, info TEXT NOT NULL) WITHOUT ROWID;
         """
     static let generationSQL = #"SELECT value FROM "_depotsys_meta" WHERE key = 'generation'"#
-    /// Takes a reader's snapshot and says whether another connection committed since the
-    /// reader's last transaction (Docs/SQLiteDriver.md, "Where transactions run").
+    /// Takes a read transaction's snapshot and says whether another connection committed
+    /// since the connection's last transaction (Docs/SQLiteDriver.md, "Where transactions run").
     static let dataVersionSQL = "PRAGMA data_version"
     static let bumpGenerationSQL = #"UPDATE "_depotsys_meta" SET value = value + 1 WHERE key = 'generation'"#
 }

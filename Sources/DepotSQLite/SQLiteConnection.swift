@@ -52,13 +52,10 @@ final class SQLiteConnection {
     /// The statement log, `nil` for a connection that logs nothing (Docs/SQLiteDriver.md,
     /// "Statement log").
     let log: SQLiteStatementLog?
-    /// `true` for a reader connection (`PRAGMA query_only`): it never commits, so SQLite's
-    /// `PRAGMA data_version` on it changes exactly when another connection has committed.
-    var isReadOnly = false
-    /// On a read-only connection, the catalog generation read at the last data version
-    /// seen: while `PRAGMA data_version` still says `dataVersion`, nothing has been
-    /// committed since, and the generation is known without reading the metadata table
-    /// (Docs/SQLiteDriver.md, "Where transactions run").
+    /// The catalog generation read at the last `PRAGMA data_version` seen. That version
+    /// changes when another connection commits; while it is still `dataVersion`, the
+    /// generation is this one, unless this connection itself committed a catalog change,
+    /// which clears it (Docs/SQLiteDriver.md, "Where transactions run").
     var generationAtDataVersion: (dataVersion: Int64, generation: Int64)?
     /// The catalog this connection's last transaction used: the next one at the same
     /// generation takes it without the driver's lock (a generation's catalog never changes).

@@ -308,26 +308,23 @@ public final class SQLiteDriver: StorageDriver {
         if inline { connection.beginInline(steps: SQLiteDriver.inlineStepBudget) }
         defer { if inline { connection.endInline() } }
         connection.refreshLog()
-        // A reader's snapshot is taken by `PRAGMA data_version`, which also says whether
-        // anything was committed since its last transaction: if not, the catalog generation
-        // is the one read then. Other connections read the generation itself.
-        let readsVersion = connection.isReadOnly
-        let snapshot = try connection.statement(readsVersion ? SQLiteLayout.dataVersionSQL : SQLiteLayout.generationSQL)
+        // The snapshot is taken by `PRAGMA data_version`, which also says whether another
+        // connection committed since this one's last transaction: if not, the catalog
+        // generation is the one read then (see `generationAtDataVersion`).
+        let snapshot = try connection.statement(SQLiteLayout.dataVersionSQL)
         // Resetting the pending statement ends the read transaction, whatever happened.
         defer { snapshot.finish() }
         let transaction: SQLiteTransaction
         do {
-            guard try snapshot.step(), case .int(let first) = snapshot.value(0) else {
-                throw DepotError(.corrupted, "The SQLite store's metadata table in '\(connection.fileName)' is damaged or not Depot's.")
+            guard try snapshot.step(), case .int(let version) = snapshot.value(0) else {
+                throw DepotError(.io, "SQLite did not answer PRAGMA data_version on '\(connection.fileName)'.")
             }
             let generation: Int64
-            if !readsVersion {
-                generation = first
-            } else if let known = connection.generationAtDataVersion, known.dataVersion == first {
+            if let known = connection.generationAtDataVersion, known.dataVersion == version {
                 generation = known.generation
             } else {
                 generation = try Catalog.currentGeneration(connection)
-                connection.generationAtDataVersion = (first, generation)
+                connection.generationAtDataVersion = (version, generation)
             }
             transaction = SQLiteTransaction(connection: connection, catalog: try catalog(for: connection, generation: generation), writable: false)
             if inline { connection.restoreBusyTimeout() }
@@ -371,6 +368,9 @@ public final class SQLiteDriver: StorageDriver {
         if inline { connection.beginInline(steps: SQLiteDriver.inlineWriteStepBudget) }
         defer { if inline { connection.endInline() } }
         guard let transaction = try begin(connection, writable: true, inline: inline) else { return .declined }
+        // This connection's own commits do not move its `PRAGMA data_version`: a catalog
+        // change it may commit clears the generation its reads would otherwise reuse.
+        defer { if transaction.catalogChanged { connection.generationAtDataVersion = nil } }
         let result: T
         do {
             defer { transaction.isValid = false }
@@ -436,7 +436,6 @@ public final class SQLiteDriver: StorageDriver {
             let log = SQLiteStatementLog(logger: logger, showsValues: logValues, role: "reader")
             let connection = try SQLiteConnection(path: filePath, create: false, busyTimeoutMilliseconds: busy, log: log, vfs: vfs)
             try connection.execute("PRAGMA query_only = ON")
-            connection.isReadOnly = true
             return connection
         }
     }
@@ -450,12 +449,15 @@ public final class SQLiteDriver: StorageDriver {
         if !keep { reader.stop() }
     }
 
-    /// Tries to run a read transaction on the calling thread: with an idle reader
-    /// connection (the writer for `:memory:`) taken without waiting.
+    /// Tries to run a read transaction on the calling thread, on a connection taken without
+    /// waiting: the writer connection when it is free (its page cache stays valid across its
+    /// own commits, while a reader's is dropped by SQLite whenever another connection has
+    /// committed), otherwise an idle reader (Docs/SQLiteDriver.md, "Where transactions run").
     private func readInline<T>(_ body: (any ReadTransaction) throws -> T) throws -> Inline<T> {
-        if isMemory {
-            return try writer.runIfFree { connection in try self.runRead(connection, inline: true) { try body($0) } } ?? .declined
+        if let done = try writer.runIfFree({ connection in try self.runRead(connection, inline: true) { try body($0) } }) {
+            return done
         }
+        if isMemory { return .declined }
         guard let reader = pool.withLock({ $0.idle.popLast() }) else { return .declined }
         defer { release(reader) }
         return try reader.runIfFree { connection in try self.runRead(connection, inline: true) { try body($0) } } ?? .declined

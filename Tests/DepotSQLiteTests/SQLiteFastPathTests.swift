@@ -133,11 +133,11 @@ import Testing
         try await driver.close()
     }
 
-    /// A reader connection reads the catalog generation only when `PRAGMA data_version`
-    /// says another connection committed since its last transaction; a column and a
+    /// A read transaction reads the catalog generation only when `PRAGMA data_version` says
+    /// another connection committed since its connection's last transaction; a column and a
     /// collection added through another driver on the same file are seen by the next read,
     /// and so is a change of values alone.
-    @Test func readersReadTheGenerationOnlyAfterACommitElsewhere() async throws {
+    @Test func readsReadTheGenerationOnlyAfterACommitElsewhere() async throws {
         let dir = try ScratchDirectory()
         let capture = LogCapture()
         let reader = try await SQLiteDriver(path: dir.store, logger: capture.logger)

@@ -1,6 +1,7 @@
 import DepotCore
 @testable import DepotSQLite
 import Foundation
+import Logging
 import Testing
 
 /// Where SQLite transactions run (Docs/SQLiteDriver.md, "Where transactions run"): inline
@@ -110,6 +111,39 @@ import Testing
         try await driver.close()
     }
 
+    /// An inline read takes the writer connection when it is free (its page cache survives
+    /// its own commits) and an idle reader while a write holds the writer; both see the
+    /// committed records. The connection is told by the statement log's `connection` label.
+    @Test func inlineReadsTakeTheFreeWriterAndAReaderWhileAWriteRuns() async throws {
+        let dir = try ScratchDirectory()
+        let roles = RoleCapture()
+        let driver = try await SQLiteDriver(path: dir.store, durability: .normal, logger: roles.logger)
+        try await fill(driver, count: 3)
+        var seen = roles.entries.count
+        #expect(try await driver.read { tx in try tx.get(1, from: self.items) } == Record(id: 1, fields: ["n": 1]))
+        #expect(roles.entries[seen...].contains { $0.message.hasPrefix("PRAGMA data_version") && $0.role == "writer" }, "\(roles.entries[seen...])")
+        #expect(!roles.entries[seen...].contains { $0.role == "reader" })
+        // A write holding the writer (inline, on another task) until the read is done.
+        let inWrite = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        let write = Task.detached {
+            try await driver.write { tx in
+                try tx.insert(Record(id: 10, fields: ["n": 10]), into: self.items)
+                inWrite.signal()
+                _ = release.wait(timeout: .now() + 10)
+            }
+        }
+        await Task.detached { _ = inWrite.wait(timeout: .now() + 10) }.value
+        seen = roles.entries.count
+        let two = try await driver.read { tx in try tx.get(2, from: self.items) }
+        release.signal()
+        try await write.value
+        #expect(two == Record(id: 2, fields: ["n": 2]))
+        #expect(roles.entries[seen...].contains { $0.message.hasPrefix("PRAGMA data_version") && $0.role == "reader" }, "\(roles.entries[seen...])")
+        // The reader sees the write once committed.
+        #expect(try await driver.read { tx in try tx.get(10, from: self.items) } == Record(id: 10, fields: ["n": 10]))
+        try await driver.close()
+    }
+
     @Test func inlineCommitsLeaveCheckpointsToTheWriterSoTheLogStaysBounded() async throws {
         let dir = try ScratchDirectory()
         let driver = try await SQLiteDriver(path: dir.store, durability: .normal)
@@ -137,5 +171,26 @@ import Testing
         try await on.close()
         let error = await #expect(throws: DepotError.self) { _ = try await SQLiteDriver(StoreLocation("sqlite:\(dir.path)/x.sqlite?inline=maybe")) }
         #expect(error?.code == .invalidStore && error?.message.contains("inline") == true)
+    }
+}
+
+/// Statement log messages with the connection label they were logged under.
+final class RoleCapture: Sendable {
+    private let state = Locked<[(message: String, role: String)]>([])
+    var entries: [(message: String, role: String)] { state.withLock { $0 } }
+    var logger: Logger { Logger(label: "depot.sqlite") { _ in RoleHandler(capture: self) } }
+
+    struct RoleHandler: LogHandler {
+        let capture: RoleCapture
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .debug
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            let role = event.metadata?["connection"].map { "\($0)" } ?? "?"
+            capture.state.withLock { $0.append(("\(event.message)", role)) }
+        }
     }
 }
