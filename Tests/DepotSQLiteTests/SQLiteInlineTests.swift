@@ -1,7 +1,6 @@
 import DepotCore
 @testable import DepotSQLite
 import Foundation
-import Logging
 import Testing
 
 /// Where SQLite transactions run (Docs/SQLiteDriver.md, "Where transactions run"): inline
@@ -116,31 +115,47 @@ import Testing
     /// committed records. The connection is told by the statement log's `connection` label.
     @Test func inlineReadsTakeTheFreeWriterAndAReaderWhileAWriteRuns() async throws {
         let dir = try ScratchDirectory()
-        let roles = RoleCapture()
-        let driver = try await SQLiteDriver(path: dir.store, durability: .normal, logger: roles.logger)
+        let log = LogCapture()
+        let driver = try await SQLiteDriver(path: dir.store, durability: .normal, logger: log.logger)
         try await fill(driver, count: 3)
-        var seen = roles.entries.count
+        let snapshotOn = { (from: Int, connection: String) in
+            log.entries[from...].contains { $0.message.hasPrefix("PRAGMA data_version") && $0.connection == connection }
+        }
+        var seen = log.entries.count
         #expect(try await driver.read { tx in try tx.get(1, from: self.items) } == Record(id: 1, fields: ["n": 1]))
-        #expect(roles.entries[seen...].contains { $0.message.hasPrefix("PRAGMA data_version") && $0.role == "writer" }, "\(roles.entries[seen...])")
-        #expect(!roles.entries[seen...].contains { $0.role == "reader" })
-        // A write holding the writer (inline, on another task) until the read is done.
-        let inWrite = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
-        let write = Task.detached {
-            try await driver.write { tx in
-                try tx.insert(Record(id: 10, fields: ["n": 10]), into: self.items)
-                inWrite.signal()
-                _ = release.wait(timeout: .now() + 10)
+        #expect(snapshotOn(seen, "writer"), "\(log.entries[seen...])")
+        #expect(!log.entries[seen...].contains { $0.connection == "reader" })
+        // A write holding the writer connection, from a thread of its own (not the pool's),
+        // until the read below is done.
+        let writing = Locked(false), failure = Locked<String?>(nil), release = DispatchSemaphore(value: 0)
+        let holder = Thread {
+            do {
+                try driver.writeBlocking { tx in
+                    try tx.insert(Record(id: 10, fields: ["n": 10]), into: self.items)
+                    writing.withLock { $0 = true }
+                    _ = release.wait(timeout: .now() + 10)
+                }
+            } catch {
+                failure.withLock { $0 = "\(error)" }
             }
         }
-        await Task.detached { _ = inWrite.wait(timeout: .now() + 10) }.value
-        seen = roles.entries.count
+        holder.start()
+        for _ in 0..<5000 where !writing.withLock({ $0 }) && failure.withLock({ $0 }) == nil {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        try #require(writing.withLock { $0 }, "the holding write did not start: \(failure.withLock { $0 } ?? "timeout")")
+        seen = log.entries.count
         let two = try await driver.read { tx in try tx.get(2, from: self.items) }
         release.signal()
-        try await write.value
         #expect(two == Record(id: 2, fields: ["n": 2]))
-        #expect(roles.entries[seen...].contains { $0.message.hasPrefix("PRAGMA data_version") && $0.role == "reader" }, "\(roles.entries[seen...])")
-        // The reader sees the write once committed.
-        #expect(try await driver.read { tx in try tx.get(10, from: self.items) } == Record(id: 10, fields: ["n": 10]))
+        #expect(snapshotOn(seen, "reader"), "\(log.entries[seen...])")
+        // Once the write has committed, a read sees it.
+        var ten: Record?
+        for _ in 0..<1000 where ten == nil {
+            ten = try await driver.read { tx in try tx.get(10, from: self.items) }
+            if ten == nil { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        #expect(ten == Record(id: 10, fields: ["n": 10]))
         try await driver.close()
     }
 
@@ -174,23 +189,3 @@ import Testing
     }
 }
 
-/// Statement log messages with the connection label they were logged under.
-final class RoleCapture: Sendable {
-    private let state = Locked<[(message: String, role: String)]>([])
-    var entries: [(message: String, role: String)] { state.withLock { $0 } }
-    var logger: Logger { Logger(label: "depot.sqlite") { _ in RoleHandler(capture: self) } }
-
-    struct RoleHandler: LogHandler {
-        let capture: RoleCapture
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .debug
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            let role = event.metadata?["connection"].map { "\($0)" } ?? "?"
-            capture.state.withLock { $0.append(("\(event.message)", role)) }
-        }
-    }
-}

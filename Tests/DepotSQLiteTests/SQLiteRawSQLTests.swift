@@ -246,18 +246,21 @@ import Testing
     }
 }
 
-/// What a logger handed to the driver received, and the level it lets through.
+/// What a logger handed to the driver received (each message with the `connection` label it
+/// was logged under), and the level it lets through.
 final class LogCapture: Sendable {
-    private let state = Locked<(level: Logger.Level, messages: [String])>((.debug, []))
+    private let state = Locked<(level: Logger.Level, entries: [(message: String, connection: String)])>((.debug, []))
 
     var level: Logger.Level {
         get { state.withLock { $0.level } }
         set { state.withLock { $0.level = newValue } }
     }
 
-    var messages: [String] { state.withLock { $0.messages } }
+    var entries: [(message: String, connection: String)] { state.withLock { $0.entries } }
 
-    func append(_ message: String) { state.withLock { $0.messages.append(message) } }
+    var messages: [String] { entries.map(\.message) }
+
+    func append(_ message: String, connection: String) { state.withLock { $0.entries.append((message, connection)) } }
 
     /// A logger writing here, whose level is this capture's (changing it changes the logger's).
     var logger: Logger { Logger(label: "depot.sqlite") { _ in CapturingHandler(capture: self) } }
@@ -276,7 +279,9 @@ struct CapturingHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(event: LogEvent) { capture.append("\(event.message)") }
+    func log(event: LogEvent) {
+        capture.append("\(event.message)", connection: event.metadata?["connection"].map { "\($0)" } ?? "")
+    }
 }
 
 /// The statement log (Docs/SQLiteDriver.md, "Statement log").
