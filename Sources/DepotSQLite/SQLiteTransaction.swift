@@ -61,14 +61,8 @@ final class SQLiteTransaction: WriteTransaction {
         guard let meta = catalog.collections[collection], id.kind == meta.idKind else { return nil }
         let statement = try connection.statement(meta.getSQL)
         // An integer id is bound again by the next use; a text one is cleared.
-        var textID = false
-        defer { statement.finish(clearing: textID) }
-        switch id {
-        case .int(let i): try statement.bind(.int(i), at: 1)
-        case .string(let s):
-            textID = true
-            try statement.bind(.text(s), at: 1)
-        }
+        defer { statement.finish(clearing: id.kind != .int) }
+        try statement.bind(Self.idValue(id), at: 1)
         guard try statement.step() else { return nil }
         return try row(statement, meta)
     }
