@@ -209,8 +209,11 @@ public protocol WriteTransaction: ReadTransaction {
     /// to the driver's ``DriverFieldSink`` and whose id it returns: the same result and
     /// errors as ``write(_:as:into:)``, without building the ``Record`` when the driver can
     /// place fields as they come. The default collects them in a dictionary
-    /// (``writeRecord(_:into:_:)``). `encode` is called exactly once; the sink's base class
-    /// checks every field before the driver's ``DriverFieldSink/accept(_:forField:)`` sees it.
+    /// (``writeRecord(_:into:_:)``). `encode` is called at least once, and a driver may call
+    /// it again with another sink when the first cannot take the record (SQLite does when a
+    /// field has no column yet), so each call must encode the same record; the sink's base
+    /// class checks every field before the driver's ``DriverFieldSink/accept(_:forField:)``
+    /// sees it.
     /// - Throws: what `encode` throws, and the errors of ``write(_:as:into:)``.
     @discardableResult
     func write(_ mode: RecordWriteMode, into collection: CollectionName, _ encode: (DriverFieldSink) throws -> RecordID) throws -> WriteOutcome

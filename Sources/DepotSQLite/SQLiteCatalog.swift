@@ -78,8 +78,12 @@ final class CollectionMeta: Sendable {
     let selectSQL: String
     /// `INSERT INTO "table"("id", "_depot_t", columns...) VALUES (?, ...)`
     let insertSQL: String
-    /// `UPDATE "table" SET "_depot_t" = ?, columns... = ? WHERE "id" = ?`
+    /// `UPDATE "table" SET "_depot_t" = ?2, columns... = ?3… WHERE "id" = ?1`: numbered as
+    /// ``insertSQL``, so one binding serves either (``SQLiteFieldSink``).
     let updateSQL: String
+    /// ``insertSQL`` with `ON CONFLICT("id") DO UPDATE SET` every other column to the new
+    /// value: a save bound before the transaction knows whether the record exists.
+    let upsertSQL: String
     /// `SELECT ... WHERE "id" = ?`
     let getSQL: String
     /// `SELECT 1 FROM "table" WHERE "id" = ?`
@@ -131,7 +135,11 @@ final class CollectionMeta: Sendable {
         existsSQL = "SELECT 1 FROM \(quotedTable) WHERE \"id\" = ?"
         checksIDBeforeInsert = idKind == .string && !info.uniqueConstraints.isEmpty
         deleteSQL = "DELETE FROM \(quotedTable) WHERE \"id\" = ?"
-        updateSQL = "UPDATE \(quotedTable) SET " + quotedColumns.dropFirst().map { "\($0) = ?" }.joined(separator: ", ") + " WHERE \"id\" = ?"
+        updateSQL = "UPDATE \(quotedTable) SET "
+            + quotedColumns.enumerated().dropFirst().map { "\($0.element) = ?\($0.offset + 1)" }.joined(separator: ", ")
+            + " WHERE \"id\" = ?1"
+        upsertSQL = insertSQL + " ON CONFLICT(\"id\") DO UPDATE SET "
+            + quotedColumns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
         assignedBaseSQL = info.idMarks == true
             ? "SELECT max(coalesce((SELECT max(\"id\") FROM \(quotedTable)), 0), coalesce((SELECT mark FROM \"\(SQLiteLayout.idMarksTable)\" WHERE tbl = \(quoteLiteral(table))), 0))"
             : nil

@@ -42,8 +42,11 @@ final class SQLiteConnection {
     /// sending every other lookup to the dictionary.
     private var recent: [(sql: String, handle: OpaquePointer)] = []
     private static let recentLimit = 12
-    private static let cacheLimit = 256
+    static let cacheLimit = 256
     private(set) var isClosed = false
+    /// A cached statement bound and waiting to be stepped (``SQLiteTransaction``'s model
+    /// writes): making room in the cache never finalizes it.
+    var pinned: OpaquePointer?
     /// The row source of the last point read (``SQLiteTransaction/withFields(of:from:_:)``),
     /// kept so that the next one reuses it and the field order it learned: a model decoded
     /// by id costs one string comparison per field instead of a hash lookup. Taken out while
@@ -192,7 +195,7 @@ final class SQLiteConnection {
         if cache.count >= SQLiteConnection.cacheLimit {
             // Statements stepping in an enclosing loop stay; the others are finalized.
             recent.removeAll()
-            for (text, old) in cache where sqlite3_stmt_busy(old) == 0 {
+            for (text, old) in cache where sqlite3_stmt_busy(old) == 0 && old != pinned {
                 sqlite3_finalize(old)
                 cache[text] = nil
             }
@@ -201,9 +204,21 @@ final class SQLiteConnection {
         return Statement(handle: handle, connection: self, sql: sql, transient: false)
     }
 
+    /// How many prepared statements the cache holds (for tests).
+    var cachedStatementCount: Int { cache.count }
+
+    /// Whether `sql` has a prepared statement in the cache (for tests).
+    func isCached(_ sql: String) -> Bool { cache[sql] != nil }
+
     /// The cached statement for `sql`, looking at the most recently used ones first.
     private func cachedHandle(_ sql: String) -> OpaquePointer? {
-        for entry in recent where entry.sql == sql { return entry.handle }
+        for index in recent.indices where recent[index].sql == sql {
+            // Keep the caller's copy of the text: a collection's SQL is built again with its
+            // metadata after a catalog change, and comparing a string with itself is
+            // immediate while comparing two copies reads them both.
+            recent[index].sql = sql
+            return recent[index].handle
+        }
         guard let handle = cache[sql] else { return nil }
         recent.insert((sql, handle), at: 0)
         if recent.count > SQLiteConnection.recentLimit { recent.removeLast() }
@@ -279,6 +294,9 @@ final class SQLiteConnection {
     }
 
     var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(db) }
+
+    /// The rows the last INSERT, UPDATE or DELETE changed.
+    var changes: Int { Int(sqlite3_changes64(db)) }
 }
 
 /// A prepared statement borrowed from a connection's cache.
@@ -298,6 +316,13 @@ struct Statement {
     }
 
     func bind(_ value: SQLValue, at index: Int32) throws {
+        let rc = try Self.bind(value, at: index, to: handle)
+        guard rc == SQLITE_OK else { throw connection.lastError(rc, sql: sql) }
+    }
+
+    /// Binds `value` to parameter `index` of `handle`; returns SQLite's result code.
+    /// - Throws: `.invalidValue` for bytes too large for SQLite.
+    static func bind(_ value: SQLValue, at index: Int32, to handle: OpaquePointer) throws -> Int32 {
         let rc: Int32
         switch value {
         case .null: rc = sqlite3_bind_null(handle, index)
@@ -320,7 +345,7 @@ struct Statement {
                 rc = data.withUnsafeBytes { raw in depot_sqlite_bind_blob(handle, index, raw.baseAddress, Int32(raw.count)) }
             }
         }
-        guard rc == SQLITE_OK else { throw connection.lastError(rc, sql: sql) }
+        return rc
     }
 
     /// Binds an integer: ``bind(_:at:)`` for `.int(int)`.

@@ -1,95 +1,142 @@
+import CSQLite
 import DepotCore
 
-/// A record's fields placed by column as a model encodes them, then bound straight to the
-/// collection's INSERT or UPDATE statement: no ``Record`` and no dictionary is built.
+/// A record's fields bound straight to the collection's INSERT, UPDATE or upsert statement as
+/// a model encodes them: no ``Record``, no dictionary and no copy of a value is made.
 ///
-/// Each field lands in the slot of its column, found through ``FieldOrder`` (a model sends
-/// its fields in the same order for every record). A field the table has no column for yet is kept aside in ``extra``; the
-/// transaction then takes the record path, which adds the column.
+/// The three statements of a collection number their parameters alike (``CollectionMeta``:
+/// `?1` the id, `?2` the type tags, `?3`… the columns), so a field's parameter is known before
+/// the transaction knows which statement it will run. Each field finds its column through
+/// ``FieldOrder`` (a model sends its fields in the same order for every record). A column the
+/// record did not set is bound to NULL by ``complete(id:)``; a field the table has no column
+/// for yet is only noted (``hasExtra``): the transaction then abandons the statement and
+/// takes the record path, which adds the column.
 ///
-/// One instance serves many records of one collection (``reset()`` between them); it is
+/// One instance serves many records of one collection (``begin(_:)`` before each); it is
 /// used only on the connection's thread and never re-entrantly, so the dynamic exclusivity
 /// checks of its stored properties (a quarter of the cost of an insert) are turned off.
 final class SQLiteFieldSink: DriverFieldSink {
     let meta: CollectionMeta
-    /// The value of each column's field, by position in ``CollectionMeta/fields``.
-    @exclusivity(unchecked) private var slots: [FieldValue?]
-    /// Fields with no column yet.
-    @exclusivity(unchecked) private(set) var extra: [String: FieldValue] = [:]
+    /// The connection whose statements the sink binds; it outlives the transaction that
+    /// owns the sink (not counted, like ``Statement/connection``).
+    unowned(unsafe) let connection: SQLiteConnection
+    /// The statement the current record is bound to, between ``begin(_:)`` and ``end()``:
+    /// only its handle, so that no record retains and releases the statement's SQL text.
+    @exclusivity(unchecked) private var handle: OpaquePointer?
+    /// The current record's mark in ``stamps``.
+    @exclusivity(unchecked) private var stamp: UInt32 = 0
+    /// Per column: the mark of the last record that set it. A column whose mark is not the
+    /// current record's is bound to NULL.
+    private let stamps: UnsafeMutablePointer<UInt32>
+    /// Per column: the type tag of the value the current record set (0 none, `b`, `j`).
+    private let kinds: UnsafeMutablePointer<UInt8>
+    /// Whether a text or bytes value was bound (the statement's bindings are then cleared
+    /// after the step, so that it keeps no copy of them).
+    @exclusivity(unchecked) private(set) var large = false
+    /// Whether the model sent a non-null field the table has no column for.
+    @exclusivity(unchecked) private(set) var hasExtra = false
     /// The order in which the model uses its fields.
     @exclusivity(unchecked) private var order = FieldOrder()
 
-    init(meta: CollectionMeta) {
+    init(meta: CollectionMeta, connection: SQLiteConnection) {
         self.meta = meta
-        slots = Array(repeating: nil, count: meta.fields.count)
+        self.connection = connection
+        let count = max(meta.fields.count, 1)
+        stamps = .allocate(capacity: count)
+        stamps.initialize(repeating: 0, count: count)
+        kinds = .allocate(capacity: count)
+        kinds.initialize(repeating: 0, count: count)
         super.init()
     }
 
-    /// Empties the sink for the next record.
-    func reset() {
+    deinit {
+        stamps.deallocate()
+        kinds.deallocate()
+    }
+
+    /// Starts a record bound to `statement`, one of the collection's write statements.
+    func begin(_ statement: Statement) {
+        handle = statement.handle
         order.rewind()
-        for index in slots.indices where slots[index] != nil { slots[index] = nil }
-        if !extra.isEmpty { extra.removeAll(keepingCapacity: true) }
-    }
-
-    override func accept(_ value: FieldValue, forField name: String) {
-        let stored: FieldValue? = value.isNull ? nil : value
-        if let index = order.position(of: name, in: meta) {
-            slots[index] = stored
-        } else if let stored {
-            extra[name] = stored
-        } else {
-            extra.removeValue(forKey: name)
+        large = false
+        hasExtra = false
+        stamp &+= 1
+        if stamp == 0 {
+            // After 2^32 records: old marks could look current again.
+            stamps.update(repeating: 0, count: max(meta.fields.count, 1))
+            stamp = 1
         }
     }
 
-    /// The record the sink holds, for the record path.
-    func record(id: RecordID) -> Record {
-        var fields = extra
-        for (index, value) in slots.enumerated() {
-            if let value { fields[meta.fields[index]] = value }
+    /// Forgets the statement (which the caller finishes).
+    func end() { handle = nil }
+
+    override func accept(_ value: FieldValue, forField name: String) throws {
+        guard let handle else {
+            throw DepotError(.internal, "A field was encoded outside a SQLite write.", collection: meta.name.rawValue)
         }
-        return Record(id: id, fields: fields)
+        guard let index = order.position(of: name, in: meta) else {
+            if !value.isNull { hasExtra = true }
+            return
+        }
+        stamps[index] = stamp
+        let parameter = Int32(index) + 3
+        if case .int(let int) = value {
+            // The common case, bound without building an SQLValue.
+            kinds[index] = 0
+            let rc = sqlite3_bind_int64(handle, parameter, int)
+            if rc != SQLITE_OK { throw bindFailure(rc) }
+            return
+        }
+        try accept(other: value, index: index, parameter: parameter)
     }
 
-    /// Binds the record to every parameter of `statement`, shaped like
-    /// ``CollectionMeta/insertSQL`` (`idFirst`: id, type tags, columns) or
-    /// ``CollectionMeta/updateSQL`` (type tags, columns, id); unset columns are bound to
-    /// NULL. Returns `true` when it bound text or bytes (for
-    /// ``SQLiteConnection/run(_:bindingAll:)``).
-    func bind(_ statement: Statement, id: SQLValue, idFirst: Bool) throws -> Bool {
+    /// A value other than an integer: its type tag, then the binding of its SQL value.
+    @inline(never)
+    private func accept(other value: FieldValue, index: Int, parameter: Int32) throws {
+        switch value {
+        case .bool: kinds[index] = UInt8(ascii: "b")
+        case .array, .object:
+            kinds[index] = UInt8(ascii: "j")
+            large = true
+        case .string, .bytes:
+            kinds[index] = 0
+            large = true
+        default: kinds[index] = 0
+        }
+        guard let handle else { throw bindFailure(SQLITE_MISUSE) }
+        let rc = try Statement.bind(SQLiteQueryTranslator.sqlValue(value), at: parameter, to: handle)
+        if rc != SQLITE_OK { throw bindFailure(rc) }
+    }
+
+    /// The error of a failed binding, naming the statement.
+    @inline(never)
+    private func bindFailure(_ rc: Int32) -> DepotError {
+        guard let handle else {
+            return DepotError(.internal, "A field was encoded outside a SQLite write.", collection: meta.name.rawValue)
+        }
+        return connection.lastError(rc, sql: sqlite3_sql(handle).map { String(cString: $0) })
+    }
+
+    /// Finishes the record: binds NULL to the columns it did not set, its type tags to `?2`
+    /// and `id` to `?1`. Returns whether any text or bytes were bound (``large``).
+    func complete(id: SQLValue) throws -> Bool {
+        guard let handle else { throw bindFailure(SQLITE_MISUSE) }
         var tags = ""
-        var large = false
-        if case .text = id { large = true }
-        let first: Int32 = idFirst ? 3 : 2
-        for index in slots.indices {
-            guard let value = slots[index] else {
-                try statement.bind(.null, at: first + Int32(index))
+        for index in meta.fields.indices {
+            guard stamps[index] == stamp else {
+                let rc = sqlite3_bind_null(handle, Int32(index) + 3)
+                if rc != SQLITE_OK { throw bindFailure(rc) }
                 continue
             }
-            switch value {
-            case .int(let int):
-                // The common case, bound without building an SQLValue.
-                try statement.bind(int: int, at: first + Int32(index))
-                continue
-            case .bool: tags += meta.columns[index] + ":b,"
-            case .array, .object:
-                tags += meta.columns[index] + ":j,"
-                large = true
-            case .string, .bytes: large = true
-            default: break
-            }
-            try statement.bind(SQLiteQueryTranslator.sqlValue(value), at: first + Int32(index))
+            let kind = kinds[index]
+            if kind != 0 { tags += meta.columns[index] + (kind == UInt8(ascii: "b") ? ":b," : ":j,") }
         }
-        let tagValue: SQLValue = tags.isEmpty ? .null : .text("," + tags)
         if !tags.isEmpty { large = true }
-        if idFirst {
-            try statement.bind(id, at: 1)
-            try statement.bind(tagValue, at: 2)
-        } else {
-            try statement.bind(tagValue, at: 1)
-            try statement.bind(id, at: first + Int32(slots.count))
-        }
+        if case .text = id { large = true }
+        var rc = try Statement.bind(tags.isEmpty ? .null : .text("," + tags), at: 2, to: handle)
+        if rc == SQLITE_OK { rc = try Statement.bind(id, at: 1, to: handle) }
+        if rc != SQLITE_OK { throw bindFailure(rc) }
         return large
     }
 }

@@ -260,9 +260,9 @@ final class SQLiteTransaction: WriteTransaction {
         }
     }
 
-    /// Binds a record for `meta.insertSQL` (id first) or `meta.updateSQL` (id last);
-    /// `nil` when a field has no column yet.
-    static func parameters(_ record: Record, _ meta: CollectionMeta, idFirst: Bool, id: SQLValue) -> [SQLValue]? {
+    /// The parameters of `record` for `meta.insertSQL` or `meta.updateSQL` (numbered alike:
+    /// id, type tags, columns); `nil` when a field has no column yet.
+    static func parameters(_ record: Record, _ meta: CollectionMeta, id: SQLValue) -> [SQLValue]? {
         var values = [SQLValue](repeating: .null, count: meta.fields.count + 2)
         var tags = ""
         for (field, value) in record.fields {
@@ -275,12 +275,7 @@ final class SQLiteTransaction: WriteTransaction {
             values[index + 2] = SQLiteQueryTranslator.sqlValue(value)
         }
         values[1] = tags.isEmpty ? .null : .text("," + tags)
-        if idFirst {
-            values[0] = id
-        } else {
-            values.removeFirst()
-            values.append(id)
-        }
+        values[0] = id
         return values
     }
 
@@ -386,7 +381,7 @@ final class SQLiteTransaction: WriteTransaction {
         if meta.checksIDBeforeInsert, try exists(id, meta) {
             throw DepotError(.alreadyExists, "A record with id \(record.id) exists.", collection: collection.rawValue, id: record.id)
         }
-        let (current, values) = try bound(record, meta, idFirst: true, id: id)
+        let (current, values) = try bound(record, meta, id: id)
         try runWrite(current.insertSQL, values, current, id: record.id)
     }
 
@@ -401,13 +396,13 @@ final class SQLiteTransaction: WriteTransaction {
                 throw DepotError(.invalidValue, "No integer ids are left in '\(collection)'.", collection: collection.rawValue)
             }
             let id = base + 1
-            let (current, values) = try bound(record, meta, idFirst: true, id: .int(id))
+            let (current, values) = try bound(record, meta, id: .int(id))
             try runWrite(current.insertSQL, values, current, id: .int(id))
             return .int(id)
         }
         // A table of layout 1: AUTOINCREMENT assigns the id.
         do {
-            let (current, values) = try bound(record, meta, idFirst: true, id: .null)
+            let (current, values) = try bound(record, meta, id: .null)
             try runWrite(current.insertSQL, values, current, id: nil)
         } catch let error as DepotError where error.code == .io && (error.cause as? SQLiteResult)?.primaryCode == SQLITE_FULL {
             throw DepotError(.invalidValue, "No integer ids are left in '\(collection)'.", collection: collection.rawValue, cause: error.cause)
@@ -416,8 +411,10 @@ final class SQLiteTransaction: WriteTransaction {
     }
 
     /// Inserts, updates or saves one record whose fields are bound to the statement as they
-    /// are encoded (``SQLiteFieldSink``). The record path takes over when the collection does
-    /// not exist yet, when a field has no column yet, or when the id is of the wrong kind.
+    /// are encoded (``SQLiteFieldSink``): the INSERT, the UPDATE or, for a save, the upsert,
+    /// whose outcome a lookup of the id tells. The record path takes over, encoding the model
+    /// again, when the collection does not exist yet, when a field has no column yet, or when
+    /// the id is of the wrong kind.
     func write(_ mode: RecordWriteMode, into collection: CollectionName, _ encode: (DriverFieldSink) throws -> RecordID) throws -> WriteOutcome {
         try checkWritable()
         let sink: SQLiteFieldSink
@@ -425,38 +422,56 @@ final class SQLiteTransaction: WriteTransaction {
             sink = cached
         } else {
             guard let meta = catalog.collections[collection] else { return try writeRecord(mode, into: collection, encode) }
-            sink = SQLiteFieldSink(meta: meta)
+            sink = SQLiteFieldSink(meta: meta, connection: connection)
             fieldSink = sink
         }
+        if let outcome = try writeBound(mode, sink, encode) { return outcome }
+        return try writeRecord(mode, into: collection, encode)
+    }
+
+    /// ``write(_:into:_:)`` through `sink`: `nil` when the record needs the record path, the
+    /// statement then abandoned.
+    private func writeBound(_ mode: RecordWriteMode, _ sink: SQLiteFieldSink, _ encode: (DriverFieldSink) throws -> RecordID) throws -> WriteOutcome? {
         let meta = sink.meta
-        sink.reset()
-        let id = try encode(sink)
-        guard sink.extra.isEmpty, id.kind == meta.idKind else {
-            return try write(sink.record(id: id), as: mode, into: collection)
+        let sql = switch mode {
+        case .insert: meta.insertSQL
+        case .update: meta.updateSQL
+        case .save: meta.upsertSQL
         }
+        let statement = try connection.statement(sql)
+        // Held bound while the id is looked up: no statement the lookup prepares may
+        // finalize it to make room in the cache.
+        connection.pinned = statement.handle
+        sink.begin(statement)
+        var clearing = true
+        defer {
+            sink.end()
+            connection.pinned = nil
+            statement.finish(clearing: clearing)
+        }
+        let id = try encode(sink)
+        guard !sink.hasExtra, id.kind == meta.idKind else { return nil }
         let idValue = Self.idValue(id)
         let outcome: WriteOutcome
         switch mode {
         case .insert:
             if meta.checksIDBeforeInsert, try exists(idValue, meta) {
-                throw DepotError(.alreadyExists, "A record with id \(id) exists.", collection: collection.rawValue, id: id)
+                throw DepotError(.alreadyExists, "A record with id \(id) exists.", collection: meta.name.rawValue, id: id)
             }
             outcome = .inserted
         case .update:
-            // The UPDATE's changed-row count says whether the record exists: no lookup first.
-            let changed = try mappingWriteErrors(meta, id: id) {
-                try connection.run(meta.updateSQL, bindingAll: { try sink.bind($0, id: idValue, idFirst: false) })
-            }
-            guard changed > 0 else {
-                throw DepotError(.notFound, "No record with id \(id).", collection: collection.rawValue, id: id)
-            }
-            return .updated
+            outcome = .updated
         case .save:
             outcome = try exists(idValue, meta) ? .updated : .inserted
         }
-        let idFirst = outcome == .inserted
-        _ = try mappingWriteErrors(meta, id: id) {
-            try connection.run(idFirst ? meta.insertSQL : meta.updateSQL, bindingAll: { try sink.bind($0, id: idValue, idFirst: idFirst) })
+        let changed = try mappingWriteErrors(meta, id: id) { () throws -> Int in
+            clearing = try sink.complete(id: idValue)
+            while try statement.step() {}
+            return connection.changes
+        }
+        // The UPDATE's changed-row count says whether the record exists: no lookup first.
+        if mode == .update, changed == 0 {
+            throw DepotError(.notFound, "No record with id \(id).", collection: meta.name.rawValue, id: id)
         }
         return outcome
     }
@@ -468,7 +483,7 @@ final class SQLiteTransaction: WriteTransaction {
         }
         let meta = try metaForWrite(collection, kind: record.id.kind, fields: record.fields.keys)
         let id = Self.idValue(record.id)
-        if let values = Self.parameters(record, meta, idFirst: false, id: id) {
+        if let values = Self.parameters(record, meta, id: id) {
             // Every field has a column: the UPDATE's changed-row count says whether the
             // record exists, with no lookup first.
             guard try runWrite(meta.updateSQL, values, meta, id: record.id) > 0 else {
@@ -480,7 +495,7 @@ final class SQLiteTransaction: WriteTransaction {
         guard try exists(id, meta) else {
             throw DepotError(.notFound, "No record with id \(record.id).", collection: collection.rawValue, id: record.id)
         }
-        let (current, values) = try bound(record, meta, idFirst: false, id: id)
+        let (current, values) = try bound(record, meta, id: id)
         try runWrite(current.updateSQL, values, current, id: record.id)
     }
 
@@ -488,11 +503,11 @@ final class SQLiteTransaction: WriteTransaction {
         let meta = try metaForWrite(collection, kind: record.id.kind, fields: record.fields.keys)
         let id = Self.idValue(record.id)
         if try exists(id, meta) {
-            let (current, values) = try bound(record, meta, idFirst: false, id: id)
+            let (current, values) = try bound(record, meta, id: id)
             try runWrite(current.updateSQL, values, current, id: record.id)
             return .updated
         }
-        let (current, values) = try bound(record, meta, idFirst: true, id: id)
+        let (current, values) = try bound(record, meta, id: id)
         try runWrite(current.insertSQL, values, current, id: record.id)
         return .inserted
     }
@@ -585,11 +600,11 @@ final class SQLiteTransaction: WriteTransaction {
     }
 
     /// The parameters for writing `record`, adding columns first for fields that have none.
-    private func bound(_ record: Record, _ meta: CollectionMeta, idFirst: Bool, id: SQLValue) throws -> (CollectionMeta, [SQLValue]) {
-        if let values = Self.parameters(record, meta, idFirst: idFirst, id: id) { return (meta, values) }
+    private func bound(_ record: Record, _ meta: CollectionMeta, id: SQLValue) throws -> (CollectionMeta, [SQLValue]) {
+        if let values = Self.parameters(record, meta, id: id) { return (meta, values) }
         let extended = try ensureColumns(Set(record.fields.keys), meta)
         try save(extended)
-        guard let values = Self.parameters(record, extended, idFirst: idFirst, id: id) else {
+        guard let values = Self.parameters(record, extended, id: id) else {
             throw DepotError(.internal, "A column is missing after it was added.", collection: meta.name.rawValue)
         }
         return (extended, values)

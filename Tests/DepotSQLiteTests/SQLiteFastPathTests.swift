@@ -79,6 +79,89 @@ import Testing
         #expect(try !Self.columns(dir.store, table: "items").contains("fresh"))
     }
 
+    /// A model write binds each field to the statement as it is encoded: a save through the
+    /// upsert (its outcome from the id lookup), columns the record leaves out bound to NULL,
+    /// type tags of the record's own values, a field with no column yet taking the record
+    /// path, and an encoding that throws halfway leaving nothing behind.
+    @Test func fieldSinkWritesBindStraightToTheirStatement() async throws {
+        let dir = try ScratchDirectory()
+        let driver = try await SQLiteDriver(path: dir.store)
+        try await driver.write { tx in try tx.insert(Record(id: "a", fields: ["n": 1, "flag": true, "s": "x"]), into: self.items) }
+        let outcomes = try await driver.write { tx -> [WriteOutcome] in
+            let first = try tx.write(.save, into: self.items) { sink in
+                try sink.set(.int(2), forField: "n")
+                try sink.set(.bool(false), forField: "flag")
+                return .string("b")
+            }
+            // The same collection's next record leaves "flag" out and sets "s": nothing of
+            // the record before it may stay bound.
+            let second = try tx.write(.save, into: self.items) { sink in
+                try sink.set(.int(3), forField: "n")
+                try sink.set(.string("y"), forField: "s")
+                return .string("a")
+            }
+            return [first, second]
+        }
+        #expect(outcomes == [.inserted, .updated])
+        #expect(try await driver.read { tx in try tx.get("a", from: self.items) } == Record(id: "a", fields: ["n": 3, "s": "y"]))
+        #expect(try await driver.read { tx in try tx.get("b", from: self.items) } == Record(id: "b", fields: ["n": 2, "flag": false]))
+
+        struct Halfway: Error {}
+        await #expect(throws: Halfway.self) {
+            try await driver.write { tx in
+                _ = try tx.write(.insert, into: self.items) { sink in
+                    try sink.set(.int(9), forField: "n")
+                    throw Halfway()
+                }
+            }
+        }
+        // A field the table has no column for: the record path adds it, with every field.
+        let added = try await driver.write { tx in
+            try tx.write(.insert, into: self.items) { sink in
+                try sink.set(.int(4), forField: "n")
+                try sink.set(.string("new"), forField: "fresh")
+                return .string("c")
+            }
+        }
+        #expect(added == .inserted)
+        #expect(try await driver.read { tx in try tx.get("c", from: self.items) } == Record(id: "c", fields: ["n": 4, "fresh": "new"]))
+        #expect(try await driver.read { tx in try tx.count(.all, in: self.items) } == 3)
+        try await driver.close()
+    }
+
+    /// A save holds its bound upsert while it looks the id up; when that lookup prepares its
+    /// statement into a full cache, the cache makes room without finalizing the upsert.
+    @Test func aBoundWriteSurvivesTheStatementCacheMakingRoom() async throws {
+        let dir = try ScratchDirectory()
+        let driver = try await SQLiteDriver(path: dir.store)
+        try await driver.write { tx in try tx.insert(Record(id: "a", fields: ["n": 1]), into: self.items) }
+        let outcome = try await driver.write { tx -> WriteOutcome in
+            let sqlite = try #require(tx as? SQLiteTransaction)
+            let connection = sqlite.connection
+            let meta = try #require(sqlite.catalog.collections[self.items])
+            var filler = 0
+            func fill() throws {
+                filler += 1
+                try connection.statement("SELECT \(filler)").finish()
+            }
+            while connection.cachedStatementCount < SQLiteConnection.cacheLimit { try fill() }
+            // Making room finalizes every statement not in use: the cache holds the new one only.
+            try fill()
+            #expect(connection.cachedStatementCount == 1)
+            try connection.statement(meta.upsertSQL).finish()
+            while connection.cachedStatementCount < SQLiteConnection.cacheLimit { try fill() }
+            #expect(connection.isCached(meta.upsertSQL))
+            #expect(!connection.isCached(meta.existsSQL))
+            return try tx.write(.save, into: self.items) { sink in
+                try sink.set(.int(5), forField: "n")
+                return .string("a")
+            }
+        }
+        #expect(outcome == .updated)
+        #expect(try await driver.read { tx in try tx.get("a", from: self.items) } == Record(id: "a", fields: ["n": 5]))
+        try await driver.close()
+    }
+
     /// The fields `names` of record `id` read through `withFields`, in that order.
     static func fields(_ driver: SQLiteDriver, _ id: RecordID, _ collection: CollectionName, _ names: [String]) async throws -> [String: FieldValue]? {
         try await driver.read { tx in
