@@ -43,7 +43,7 @@ public struct CollectionName: Hashable, Sendable, Comparable, CustomStringConver
     }
 
     /// `true` for Depot's own collections (`_depot_...`).
-    public var isReserved: Bool { rawValue.hasPrefix("_") }
+    public var isReserved: Bool { rawValue.utf8.first == UInt8(ascii: "_") }
 
     /// The name as text.
     public var description: String { rawValue }
