@@ -170,6 +170,10 @@ public final class DepotModelTarget<M: BenchIntegerModel>: ModelBenchTarget {
     public func stage(_ rows: Range<Int>) { staged = rows.map(M.init) }
 
     /// Inserts the staged records in one write transaction.
+    ///
+    /// Specialized for the two model types, as ``read(_:)`` is.
+    @_specialize(exported: false, where M == GeneratedIntegerRecord)
+    @_specialize(exported: false, where M == IntegerRecord)
     public func insertStaged() async throws {
         let (store, _) = try opened()
         let models = staged
@@ -180,6 +184,10 @@ public final class DepotModelTarget<M: BenchIntegerModel>: ModelBenchTarget {
     }
 
     /// Reads every record with one query and keeps them; returns how many.
+    ///
+    /// Specialized for the two model types, as ``read(_:)`` is.
+    @_specialize(exported: false, where M == GeneratedIntegerRecord)
+    @_specialize(exported: false, where M == IntegerRecord)
     public func fetchAll() async throws -> Int {
         let (_, repository) = try opened()
         fetched = try await repository.all()

@@ -147,11 +147,47 @@ extension FieldCodableInteger {
     }
 }
 
-extension Int: FieldCodableInteger {}
+// `Int` and `Int64`, the usual id and counter types, have concrete conversions: the
+// protocol extension's generic ones, reached through the conformance's witness, looked up
+// generic metadata on every field a model decoded (Docs/Models.md, "Cost of a typed read").
+
+extension Int: FieldCodableInteger {
+    /// `.int` (every `Int` fits in 64 bits).
+    @inlinable
+    public func storedFieldValue(field: String) throws -> FieldValue { .int(Int64(self)) }
+
+    /// Reads an `.int` that fits, or a `.double` with an integral value that fits.
+    /// - Throws: `.decoding` otherwise.
+    @inlinable
+    public init(storedFieldValue value: FieldValue, field: String) throws {
+        if case .int(let int) = value, int >= Int64(Int.min), int <= Int64(Int.max) {
+            self = Int(truncatingIfNeeded: int)
+            return
+        }
+        self = try Self.readInteger(value, field: field)
+    }
+}
+
+extension Int64: FieldCodableInteger {
+    /// `.int`.
+    @inlinable
+    public func storedFieldValue(field: String) throws -> FieldValue { .int(self) }
+
+    /// Reads an `.int`, or a `.double` with an integral value that fits.
+    /// - Throws: `.decoding` otherwise.
+    @inlinable
+    public init(storedFieldValue value: FieldValue, field: String) throws {
+        if case .int(let int) = value {
+            self = int
+            return
+        }
+        self = try Self.readInteger(value, field: field)
+    }
+}
+
 extension Int8: FieldCodableInteger {}
 extension Int16: FieldCodableInteger {}
 extension Int32: FieldCodableInteger {}
-extension Int64: FieldCodableInteger {}
 extension UInt: FieldCodableInteger {}
 extension UInt8: FieldCodableInteger {}
 extension UInt16: FieldCodableInteger {}

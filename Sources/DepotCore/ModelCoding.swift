@@ -116,6 +116,53 @@ public enum ModelCoding {
         return try transform(value, field, transformer)
     }
 
+    // MARK: Int64 and Int without a protocol witness
+
+    // The generic overloads above reach a scalar's conversion through its FieldCodable
+    // witness, a call that is not inlined and that releases the field name on every field.
+    // The usual id and counter types get overloads that inline their conversion instead
+    // (Docs/Models.md, "Cost of a typed read").
+
+    /// `.int(value)`.
+    @inlinable
+    public static func encode(_ value: Int64, field: String) throws -> FieldValue { .int(value) }
+
+    /// `.int(value)`.
+    @inlinable
+    public static func encode(_ value: Int, field: String) throws -> FieldValue { .int(Int64(value)) }
+
+    /// The integer stored in `field`.
+    /// - Throws: `.decoding` when the field is missing or holds a value that does not fit.
+    @inlinable
+    public static func decode(_ type: Int64.Type, from source: any FieldSource, field: String) throws -> Int64 {
+        guard let value = try source.value(forField: field) else { throw missingField(field, Int64.self) }
+        return try Int64(storedFieldValue: value, field: field)
+    }
+
+    /// The integer stored in `field`.
+    /// - Throws: `.decoding` when the field is missing or holds a value that does not fit.
+    @inlinable
+    public static func decode(_ type: Int.Type, from source: any FieldSource, field: String) throws -> Int {
+        guard let value = try source.value(forField: field) else { throw missingField(field, Int.self) }
+        return try Int(storedFieldValue: value, field: field)
+    }
+
+    /// The integer stored in `field`, `nil` when the record has no such field.
+    /// - Throws: `.decoding` when the field holds a value that does not fit.
+    @inlinable
+    public static func decodeIfPresent(_ type: Int64.Type, from source: any FieldSource, field: String) throws -> Int64? {
+        guard let value = try source.value(forField: field), !value.isNull else { return nil }
+        return try Int64(storedFieldValue: value, field: field)
+    }
+
+    /// The integer stored in `field`, `nil` when the record has no such field.
+    /// - Throws: `.decoding` when the field holds a value that does not fit.
+    @inlinable
+    public static func decodeIfPresent(_ type: Int.Type, from source: any FieldSource, field: String) throws -> Int? {
+        guard let value = try source.value(forField: field), !value.isNull else { return nil }
+        return try Int(storedFieldValue: value, field: field)
+    }
+
     // MARK: Ids
 
     /// `model` with the record id `id`, made by encoding its fields and decoding them again

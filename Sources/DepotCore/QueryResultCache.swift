@@ -88,6 +88,7 @@ final class QueryResultCache: Sendable {
 extension Store {
     /// Runs a read through the result cache when `cached`, keyed by `collection`, `query`
     /// and `kind`.
+    @usableFromInline
     func cachedRead<T: Sendable>(
         _ cached: Bool, collection: CollectionName, query: Query, kind: String,
         _ read: @escaping @Sendable (StoreReadTransaction) throws -> T

@@ -81,6 +81,7 @@ public struct Repository<M: StoredModel>: Sendable {
     public func query() -> RepositoryQuery<M> { RepositoryQuery(repository: self, query: Query()) }
 
     /// Every model, in id order.
+    @inlinable
     public func all() async throws -> [M] { try await query().all() }
 
     /// The number of models `filter` matches.
@@ -223,6 +224,7 @@ public struct RepositoryQuery<M: StoredModel>: Sendable {
 
     /// Runs the query and decodes every result.
     /// - Throws: `.invalidQuery`, or `.decoding` naming the record that does not fit `M`.
+    @inlinable
     public func all() async throws -> [M] {
         let query = self.query, collection = repository.collection
         return try await repository.store.cachedRead(usesCache, collection: collection, query: query, kind: String(reflecting: M.self)) { tx in

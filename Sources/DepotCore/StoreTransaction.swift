@@ -39,6 +39,11 @@ public class StoreReadTransaction {
     }
     /// The results of `query` decoded as `M`, read in place where the driver can.
     /// - Throws: `.decoding` naming the collection and id of the record that does not decode.
+    ///
+    /// Inlinable, like ``model(_:id:in:)``, so that it is compiled for the app's model type:
+    /// unspecialized, each row looked up the runtime metadata of the generic types it uses
+    /// (Docs/Models.md, "Cost of a typed read").
+    @inlinable
     public func models<M: StoredModel>(_ type: M.Type, _ query: Query, in collection: CollectionName) throws -> [M] {
         var out: [M] = []
         if let limit = query.limit { out.reserveCapacity(min(limit, 1024)) }

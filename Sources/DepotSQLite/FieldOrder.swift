@@ -15,12 +15,11 @@ struct FieldOrder {
 
     /// The position in `meta.fields` of field `name`, or `nil` when it has no column.
     @inline(__always) mutating func position(of name: String, in meta: CollectionMeta) -> Int? {
-        if cursor < order.count {
-            let expected = order[cursor]
-            if expected.name == name {
-                cursor += 1
-                return expected.position < 0 ? nil : expected.position
-            }
+        // Compared in place, not copied out: a copy of the name retains and releases it.
+        if cursor < order.count, order[cursor].name == name {
+            let position = order[cursor].position
+            cursor += 1
+            return position < 0 ? nil : position
         }
         let position = meta.position[name]
         if cursor == order.count && order.count < meta.fields.count + 16 {

@@ -138,6 +138,29 @@ import Testing
         Self.checkDecoding(FieldValue.self) { $0.description + Self.exactDoubles($0) }
     }
 
+    /// `Int64` and `Int` have overloads of their own (no protocol witness): each gives the
+    /// record codec's answer for every stored value, as the generic path does.
+    @Test func integerOverloadsEqualTheCodec() {
+        for stored in Self.storedValues {
+            let record = Record(id: 1, fields: stored.map { ["f": $0] } ?? [:])
+            let label = stored.map(\.description) ?? "absent"
+            #expect(Outcome { "\(try ModelCoding.decode(Int64.self, from: RecordFieldSource(record), field: "f"))" }
+                == Outcome { "\(try RecordDecoder().decode(Box<Int64>.self, from: RecordFieldSource(record)).f)" }, "Int64 from \(label)")
+            #expect(Outcome { "\(try ModelCoding.decode(Int.self, from: RecordFieldSource(record), field: "f"))" }
+                == Outcome { "\(try RecordDecoder().decode(Box<Int>.self, from: RecordFieldSource(record)).f)" }, "Int from \(label)")
+            #expect(Outcome { "\(String(describing: try ModelCoding.decodeIfPresent(Int64.self, from: RecordFieldSource(record), field: "f")))" }
+                == Outcome { "\(String(describing: try RecordDecoder().decode(OptionalBox<Int64>.self, from: RecordFieldSource(record)).f))" }, "Int64? from \(label)")
+            #expect(Outcome { "\(String(describing: try ModelCoding.decodeIfPresent(Int.self, from: RecordFieldSource(record), field: "f")))" }
+                == Outcome { "\(String(describing: try RecordDecoder().decode(OptionalBox<Int>.self, from: RecordFieldSource(record)).f))" }, "Int? from \(label)")
+        }
+        for value in Self.integerEdges(Int64.self) {
+            #expect(Outcome { Self.modelCoding(try ModelCoding.encode(value, field: "f")) } == Outcome { try Self.recordEncoder(Box(f: value)) }, "Int64 \(value)")
+        }
+        for value in Self.integerEdges(Int.self) {
+            #expect(Outcome { Self.modelCoding(try ModelCoding.encode(value, field: "f")) } == Outcome { try Self.recordEncoder(Box(f: value)) }, "Int \(value)")
+        }
+    }
+
     enum Genre: String, Codable { case novel }
     struct Nested: Codable, Equatable { var a: [Int]; var b: [String: Double]? }
     typealias MaybeInt = Int?
