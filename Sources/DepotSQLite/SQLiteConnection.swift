@@ -333,12 +333,6 @@ struct Statement {
         return rc
     }
 
-    /// Binds an integer: ``bind(_:at:)`` for `.int(int)`.
-    @inline(__always) func bind(int: Int64, at index: Int32) throws {
-        let rc = sqlite3_bind_int64(handle, index, int)
-        guard rc == SQLITE_OK else { throw connection.lastError(rc, sql: sql) }
-    }
-
     /// Steps once: `true` when a row is ready, `false` when done.
     func step() throws -> Bool {
         connection.stepsLeft &-= 1

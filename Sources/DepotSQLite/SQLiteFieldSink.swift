@@ -25,6 +25,8 @@ final class SQLiteFieldSink: DriverFieldSink {
     @exclusivity(unchecked) private var handle: OpaquePointer?
     /// The current record's mark in ``stamps``.
     @exclusivity(unchecked) private var stamp: UInt32 = 0
+    /// How many entries ``stamps`` and ``kinds`` hold: one per column, at least one.
+    private let capacity: Int
     /// Per column: the mark of the last record that set it. A column whose mark is not the
     /// current record's is bound to NULL.
     private let stamps: UnsafeMutablePointer<UInt32>
@@ -41,11 +43,11 @@ final class SQLiteFieldSink: DriverFieldSink {
     init(meta: CollectionMeta, connection: SQLiteConnection) {
         self.meta = meta
         self.connection = connection
-        let count = max(meta.fields.count, 1)
-        stamps = .allocate(capacity: count)
-        stamps.initialize(repeating: 0, count: count)
-        kinds = .allocate(capacity: count)
-        kinds.initialize(repeating: 0, count: count)
+        capacity = max(meta.fields.count, 1)
+        stamps = .allocate(capacity: capacity)
+        stamps.initialize(repeating: 0, count: capacity)
+        kinds = .allocate(capacity: capacity)
+        kinds.initialize(repeating: 0, count: capacity)
         super.init()
     }
 
@@ -63,7 +65,7 @@ final class SQLiteFieldSink: DriverFieldSink {
         stamp &+= 1
         if stamp == 0 {
             // After 2^32 records: old marks could look current again.
-            stamps.update(repeating: 0, count: max(meta.fields.count, 1))
+            stamps.update(repeating: 0, count: capacity)
             stamp = 1
         }
     }
@@ -88,12 +90,12 @@ final class SQLiteFieldSink: DriverFieldSink {
             if rc != SQLITE_OK { throw bindFailure(rc) }
             return
         }
-        try accept(other: value, index: index, parameter: parameter)
+        try accept(other: value, index: index, parameter: parameter, handle: handle)
     }
 
     /// A value other than an integer: its type tag, then the binding of its SQL value.
     @inline(never)
-    private func accept(other value: FieldValue, index: Int, parameter: Int32) throws {
+    private func accept(other value: FieldValue, index: Int, parameter: Int32, handle: OpaquePointer) throws {
         switch value {
         case .bool: kinds[index] = UInt8(ascii: "b")
         case .array, .object:
@@ -104,7 +106,6 @@ final class SQLiteFieldSink: DriverFieldSink {
             large = true
         default: kinds[index] = 0
         }
-        guard let handle else { throw bindFailure(SQLITE_MISUSE) }
         let rc = try Statement.bind(SQLiteQueryTranslator.sqlValue(value), at: parameter, to: handle)
         if rc != SQLITE_OK { throw bindFailure(rc) }
     }
