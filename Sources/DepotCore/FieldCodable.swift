@@ -115,19 +115,7 @@ public protocol FieldCodableInteger: FieldCodable, FixedWidthInteger {}
 
 extension FieldCodableInteger {
     /// `.int`. - Throws: `.invalidValue` when the value does not fit in 64 signed bits.
-    ///
-    /// Inlinable so that a model's generated encoding stores an integer field with no call.
-    @inlinable
-    public func storedFieldValue(field: String) throws -> FieldValue {
-        if let int = Int64(exactly: self) { return .int(int) }
-        throw Self.outOfRange(field: field)
-    }
-
-    /// The error of ``storedFieldValue(field:)`` for a value above `Int64.max`.
-    @usableFromInline
-    static func outOfRange(field: String) -> DepotError {
-        DepotError(.invalidValue, "The integer at \(field) does not fit in 64 signed bits.")
-    }
+    public func storedFieldValue(field: String) throws -> FieldValue { try checkedInt(self, [FieldKey(field)]) }
     /// Reads an `.int` that fits, or a `.double` with an integral value that fits.
     /// - Throws: `.decoding` otherwise.
     @inlinable
