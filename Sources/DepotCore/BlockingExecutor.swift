@@ -140,11 +140,12 @@ package final class BlockingExecutor: @unchecked Sendable {
         jobs.append(job)
         condition.unlock()
         // A worker that parked before the job was queued needs the signal; one that parks
-        // later finds the job first (see `parked`).
+        // later finds the job first (see `parked`). The signal is sent without the lock: a
+        // parked worker was already waiting on `condition` when the job was queued under the
+        // lock, so it cannot miss it, and a worker woken while the submitter still held the
+        // lock went straight back to sleep on the lock, a second wake-up on every hop.
         if parked.load(ordering: .sequentiallyConsistent) > 0 {
-            condition.lock()
             condition.signal()
-            condition.unlock()
         }
         return true
     }

@@ -1,5 +1,6 @@
 import DepotCore
 import Foundation
+import Synchronization
 import Testing
 
 @Suite("SplitMix64: the one seeded generator")
@@ -37,6 +38,11 @@ struct SplitMix64Tests {
             #expect(value == Int.random(in: 3...9, using: &b))
         }
     }
+}
+
+/// How many of a test's tasks have finished.
+private final class FinishedCount: Sendable {
+    let count = Atomic<Int>(0)
 }
 
 @Suite("BlockingExecutor: the drivers' threads")
@@ -108,6 +114,39 @@ struct BlockingExecutorTests {
         async let first: Bool = pool.run { second.wait(timeout: .now() + 10) == .success }
         _ = try await pool.run { second.signal() }
         #expect(try await first)
+    }
+
+    /// Every `run` below waits for its job, so the workers park between jobs and each
+    /// submission races a worker going to sleep. A lost wake-up leaves a job queued while its
+    /// worker sleeps: the tasks stop finishing, the check below fails after 60 s, and `stop()`
+    /// (which wakes the workers) lets the stuck jobs run so the test can end. (The signal is
+    /// sent after the queue's lock is released: Docs/SQLiteDriver.md, "The hand-off".)
+    @Test("a job queued while its worker parks is never lost")
+    func noLostWakeUps() async throws {
+        let perTask = 3_000
+        for workers in [1, 2] {
+            let executor = BlockingExecutor(name: "test.wake", workers: workers, closedMessage: "closed")
+            let finished = FinishedCount()
+            let tasks = (0..<4).map { t in
+                Task {
+                    var sum = 0
+                    for i in 0..<perTask { sum += try await executor.run { i * 4 + t } }
+                    finished.count.add(1, ordering: .relaxed)
+                    return sum
+                }
+            }
+            let deadline = ContinuousClock.now + .seconds(60)
+            while finished.count.load(ordering: .relaxed) < tasks.count, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let done = finished.count.load(ordering: .relaxed)
+            #expect(done == tasks.count, "\(workers) worker(s): \(tasks.count - done) task(s) still waiting for a job after 60 s")
+            executor.stop()
+            var total = 0
+            for task in tasks { total += try await task.value }
+            // The jobs return 0 ..< 4 * perTask, each once.
+            #expect(total == (0..<(4 * perTask)).reduce(0, +), "\(workers) worker(s)")
+        }
     }
 
     @Test("a task that prefers the executor runs on its worker")
