@@ -736,7 +736,9 @@ final class GDBMEngine: @unchecked Sendable {
         guard !ops.isEmpty, let journal else { return }
         let seq = lastSeq + 1
         let sync = options.durability == .full || !journalSyncedSinceMark
-        try journal.append(.transaction(seq: seq, ops: ops), sync: sync)
+        // At `full`, zeros ahead of the record (no further than a segment's length): the fsync
+        // then records no new file length (Docs/GDBMDriver.md, "Formats").
+        try journal.append(.transaction(seq: seq, ops: ops), sync: sync, preallocate: options.durability == .full ? options.checkpointBytes : 0)
         if sync { journalSyncedSinceMark = true }
         lastSeq = seq
         opsSinceFlush += ops.count

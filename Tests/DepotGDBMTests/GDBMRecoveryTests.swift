@@ -137,6 +137,56 @@ import Testing
         try await again.close()
     }
 
+    /// At durability `full` a commit's journal record goes into zeros written ahead of it (its
+    /// fsync then has no new file length to record). The zeros read as the end of the
+    /// journal and a store that only reads leaves them; a torn record written into them is
+    /// cut when the store opens, zeros and all, so a later commit over the spot never has
+    /// part of the torn one after it.
+    @Test func durableCommitsWriteIntoZerosAheadAndATornRecordThereIsCut() async throws {
+        let dir = try TemporaryDirectory(), image = try TemporaryDirectory()
+        defer { dir.remove(); image.remove() }
+        let users = self.users
+        func journal(_ root: TemporaryDirectory) throws -> [UInt8] {
+            try [UInt8](FileHandle(forReadingFrom: URL(fileURLWithPath: root.path + "/store/journal")).readToEnd() ?? Data())
+        }
+        // No sync point: the journal alone holds these commits.
+        let driver = try await open(dir, "?durability=full&sync_every=1000000")
+        for i in 1...10 {
+            try await driver.write { tx in try tx.save(Record(id: .int(Int64(i)), fields: ["n": .int(Int64(i))]), into: users) }
+        }
+        let lengths = driver.engine.journalLengths()
+        #expect(lengths.synced == lengths.written)
+        let written = try journal(dir)
+        #expect(written.count >= lengths.written + Journal.preallocationChunk, "\(written.count) bytes for \(lengths.written) of records")
+        #expect(written[lengths.written...].allSatisfy { $0 == 0 })
+        try crashImage(of: dir, into: image)
+        try await driver.close()
+
+        // Reopened as it was: the ten commits, the zeros kept.
+        let reopened = try await open(image, "?durability=full")
+        #expect(try await reopened.read { tx in try tx.count(.all, in: users) } == 10)
+        #expect(try journal(image).count == written.count)
+        try await reopened.close()
+
+        // A torn record in the zeros, right after the records (recovery may have added an
+        // `applied` mark): a frame that promises 200 bytes and holds 3.
+        let (_, _, end) = try Journal.parse(try journal(image))
+        #expect(end >= lengths.written)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: image.path + "/store/journal"))
+        try handle.seek(toOffset: UInt64(end))
+        try handle.write(contentsOf: Data([200, 0, 0, 0, 1, 2, 3, 4, 1, 9, 9]))
+        try handle.close()
+        let recovered = try await open(image, "?durability=full")
+        #expect(try journal(image).count == end, "the torn tail is cut with the zeros behind it")
+        #expect(try await recovered.read { tx in try tx.count(.all, in: users) } == 10)
+        try await recovered.write { tx in try tx.save(Record(id: 11, fields: ["n": 11]), into: users) }
+        try await recovered.close()
+        let again = try await open(image)
+        #expect(try await again.read { tx in (try tx.count(.all, in: users), try tx.get(11, from: users)?.fields["n"]) } == (11, .int(11)))
+        #expect(try await again.integrityCheck().isEmpty)
+        try await again.close()
+    }
+
     /// Power loss at durability `normal`: writes that were not fsynced may be lost, in any
     /// order, while the primary files' pages may already be on disk. The image keeps the GDBM
     /// files as they are (every page written back: the worst case) and the journal cut at each
