@@ -127,6 +127,10 @@ package final class BlockingExecutor: @unchecked Sendable {
     /// right after, and one may be running).
     package var isIdle: Bool { pending.load(ordering: .acquiring) == 0 }
 
+    /// How many workers wait for a job at this moment (a hint, for tests: a job queued while
+    /// every worker waits, for longer than a signal takes, is a lost wake-up).
+    package var parkedWorkers: Int { parked.load(ordering: .sequentiallyConsistent) }
+
     /// Queues `job` without waiting for it.
     /// - Returns: `false` (and drops `job`) once ``stop()`` has been called.
     @discardableResult
