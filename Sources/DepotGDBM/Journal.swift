@@ -445,10 +445,10 @@ final class Journal {
     }
 
     /// Appends one record; with `sync`, fsyncs before returning. With `preallocate` above 0
-    /// (a commit at durability `full`), first writes that many zeros past the record's end
-    /// (at most ``preallocationChunk``, rounded up to 4 KiB) when it would not fit in those
-    /// already there. On failure the file is cut back to the end of the records, so no
-    /// partial record stays behind.
+    /// (a commit at durability `full`), a record that did not fit in the zeros already there
+    /// is followed by that many more (at most ``preallocationChunk``, rounded up to 4 KiB),
+    /// written before the fsync. On failure the file is cut back to the end of the records,
+    /// so no partial record stays behind.
     func append(_ record: JournalRecord, sync: Bool, preallocate: Int = 0) throws {
         // One buffer: the 8-byte frame (length, CRC-32) is filled in after the payload is
         // encoded behind it, so a large transaction's payload is never copied.
@@ -467,10 +467,9 @@ final class Journal {
         withUnsafeBytes(of: length.littleEndian) { src in for n in 0..<4 { w.bytes[n] = src[n] } }
         withUnsafeBytes(of: crc.littleEndian) { src in for n in 0..<4 { w.bytes[4 + n] = src[n] } }
         do {
-            if preallocate > 0, size + w.bytes.count > allocated {
-                try extend(to: size + w.bytes.count + min(preallocate, Journal.preallocationChunk))
-            }
             try Journal.writeAll(fd, w.bytes, path: path)
+            let end = size + w.bytes.count
+            if preallocate > 0, end > allocated { try writeZeros(after: end, count: min(preallocate, Journal.preallocationChunk)) }
             if sync { try self.sync() }
             size += w.bytes.count
             allocated = max(allocated, size)
@@ -483,30 +482,15 @@ final class Journal {
         }
     }
 
-    /// Zeros from the end of the file to `end` rounded up to 4 KiB, written at their offsets
-    /// (the file position stays at ``size``). The fsync of the append that asked for them
-    /// makes them durable with it.
-    private func extend(to end: Int) throws {
-        let target = (end + 4095) & ~4095
-        let injected = GDBMFaults.failure("write", path: path)
-        if let injected { throw GDBMErrors.system(injected, "write", path: path) }
-        var offset = allocated
-        try Journal.zeros.withUnsafeBytes { zeros in
-            guard let base = zeros.baseAddress else { return }
-            while offset < target {
-                let n = Glibc.pwrite(fd, base, min(zeros.count, target - offset), off_t(offset))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw GDBMErrors.system(errno, "write", path: path)
-                }
-                offset += n
-            }
-        }
+    /// Writes zeros from `end`, the end of the record just written and of the file, for
+    /// `count` bytes rounded up to a 4 KiB boundary, and moves the file position back to
+    /// `end`. The fsync of the append that wrote them makes them durable with it.
+    private func writeZeros(after end: Int, count: Int) throws {
+        let target = (end + count + 4095) & ~4095
+        try Journal.writeAll(fd, [UInt8](repeating: 0, count: target - end), path: path)
+        guard lseek(fd, off_t(end), SEEK_SET) >= 0 else { throw GDBMErrors.system(errno, "seek", path: path) }
         allocated = target
     }
-
-    /// ``preallocationChunk`` zero bytes, the source of ``extend(to:)``'s writes.
-    private static let zeros = [UInt8](repeating: 0, count: preallocationChunk)
 
     /// fsyncs the journal.
     func sync() throws {
