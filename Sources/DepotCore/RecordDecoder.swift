@@ -210,7 +210,12 @@ final class KeyedFieldDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
         let names = source.map { (try? $0.fieldNames()) ?? [] } ?? Array(members.keys)
         return (id == nil ? [] : [Key(stringValue: "id")].compactMap { $0 }) + names.compactMap { Key(stringValue: $0) }
     }
-    func contains(_ key: Key) -> Bool { ((try? lookup(key)) ?? nil) != nil }
+    /// A field whose value the source cannot read counts as present: `contains` cannot
+    /// throw, and reporting it absent would let a model take its default in place of the
+    /// source's error. The decode that follows throws that error.
+    func contains(_ key: Key) -> Bool {
+        do { return try lookup(key) != nil } catch { return true }
+    }
 
     @inline(__always) private func lookup(_ key: Key) throws -> FieldValue? {
         try lookup(key.stringValue)

@@ -122,4 +122,36 @@ struct Everything: Codable, Equatable, Sendable {
         #expect(throws: DepotError.self) { try RecordDecoder().decode(N.self, from: ["i": true, "d": 2]) }
         #expect(throws: DepotError.self) { try RecordDecoder().decode(N.self, from: ["i": 3.5, "d": 2]) }
     }
+
+    /// A source that cannot read one field (a damaged stored value) throws `.corrupted`.
+    final class DamagedSource: FieldSource {
+        let recordID: RecordID = 1
+        func value(forField name: String) throws -> FieldValue? {
+            if name == "title" { throw DepotError(.corrupted, "The stored value of 'title' cannot be read.") }
+            return name == "pages" ? 12 : nil
+        }
+        func fieldNames() throws -> [String] { ["title", "pages"] }
+    }
+
+    /// A model that checks for a field before reading it, with a default when it is absent.
+    struct Titled: Decodable {
+        enum CodingKeys: String, CodingKey { case title, pages }
+        var title: String
+        var pages: Int
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            title = container.contains(.title) ? try container.decode(String.self, forKey: .title) : "untitled"
+            pages = container.contains(.pages) ? try container.decode(Int.self, forKey: .pages) : 0
+        }
+    }
+
+    /// `contains` cannot throw: a field the source cannot read counts as present, so the
+    /// decode after it throws the source's error instead of the model taking its default.
+    @Test func aFieldTheSourceCannotReadIsNotTakenForAbsent() throws {
+        let damaged = #expect(throws: DepotError.self) { try RecordDecoder().decode(Titled.self, from: DamagedSource()) }
+        #expect(damaged?.code == .corrupted)
+        let whole = RecordFieldSource(Record(id: 1, fields: ["pages": 3]))
+        let absent = try RecordDecoder().decode(Titled.self, from: whole)
+        #expect(absent.title == "untitled" && absent.pages == 3)
+    }
 }
