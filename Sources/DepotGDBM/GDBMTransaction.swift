@@ -392,7 +392,7 @@ final class GDBMTransaction: WriteTransaction {
             meta.lastAssignedID = i
             catalog[collection] = meta
             catalogChanged = true
-        } else if catalog[collection] == nil {
+        } else if catalog.index(forKey: collection) == nil {
             catalog[collection] = meta
             catalogChanged = true
         }
@@ -621,7 +621,7 @@ final class GDBMTransaction: WriteTransaction {
 
     func get(_ id: RecordID, from collection: CollectionName) throws -> Record? {
         try checkValid()
-        guard catalog[collection] != nil else { return nil }
+        guard catalog.index(forKey: collection) != nil else { return nil }
         return try loadRecord(collection, key: BinaryCodec.key(for: id), id: id)
     }
 
@@ -629,7 +629,7 @@ final class GDBMTransaction: WriteTransaction {
     /// stored values by position and builds no ``Record``.
     func withFields<T>(of id: RecordID, from collection: CollectionName, _ body: (any FieldSource) throws -> T) throws -> T? {
         try checkValid()
-        guard catalog[collection] != nil else { return nil }
+        guard catalog.index(forKey: collection) != nil else { return nil }
         let key = BinaryCodec.key(for: id)
         let file = FileID.records(collection)
         let source: GDBMFieldSource
@@ -770,7 +770,7 @@ final class GDBMTransaction: WriteTransaction {
 
     func dropCollection(_ collection: CollectionName) throws -> Bool {
         try checkWritable()
-        guard catalog[collection] != nil else { return false }
+        guard catalog.index(forKey: collection) != nil else { return false }
         catalog[collection] = nil
         catalogChanged = true
         clear(.records(collection))
