@@ -45,8 +45,13 @@ public struct RecordDecoder: Sendable {
     /// - Throws: ``DepotError`` `.decoding`, naming the field path and what was found, or the
     ///   source's own error (`.corrupted`).
     public func decode<T: Decodable>(_ type: T.Type, from source: any FieldSource) throws -> T {
+        let namesFailure = NamesFailure()
         do {
-            return try T(from: FieldDecoder(value: .null, codingPath: [], id: source.recordID.fieldValue, source: source))
+            let decoded = try T(from: FieldDecoder(value: .null, codingPath: [], id: source.recordID.fieldValue, source: source, namesFailure: namesFailure))
+            // `allKeys` cannot throw: a model that listed the record's fields while the source
+            // could not name them saw none, so its value is not the record's.
+            if let error = namesFailure.error { throw error }
+            return decoded
         } catch let error as DepotError {
             throw error
         } catch let error as DecodingError {
@@ -121,6 +126,8 @@ struct FieldDecoder: Decoder {
     var id: FieldValue? = nil
     /// A record read in place; when set, `value` is unused and the record is an object.
     var source: (any FieldSource)? = nil
+    /// Where a keyed container over `source` leaves the error of a `fieldNames()` that threw.
+    var namesFailure: NamesFailure? = nil
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     /// The value as a ``FieldValue``, building the object when the record is read in place.
@@ -134,7 +141,7 @@ struct FieldDecoder: Decoder {
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         if let source {
-            return KeyedDecodingContainer(KeyedFieldDecoder<Key>(members: [:], codingPath: codingPath, id: id, source: source))
+            return KeyedDecodingContainer(KeyedFieldDecoder<Key>(members: [:], codingPath: codingPath, id: id, source: source, namesFailure: namesFailure))
         }
         guard case .object(let members) = value else {
             throw DecodingError.typeMismatch([String: Any].self, .init(codingPath: codingPath, debugDescription: "Expected an object, found \(value.kind)"))
@@ -189,6 +196,11 @@ enum Scalar {
     }
 }
 
+/// The first error a source threw from `fieldNames()` during one decode.
+final class NamesFailure {
+    var error: (any Error)?
+}
+
 /// A class, not a struct: `KeyedDecodingContainer` boxes its container and the box's
 /// unspecialized methods copy a struct container on every field (a value-witness copy
 /// retaining each reference it holds); a class reference costs one retain.
@@ -198,16 +210,31 @@ final class KeyedFieldDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let id: FieldValue?
     /// A record read in place; when set, fields come from it and `members` is unused.
     let source: (any FieldSource)?
+    /// Where ``allKeys`` leaves the error of a source that cannot name its fields.
+    let namesFailure: NamesFailure?
 
-    init(members: [String: FieldValue], codingPath: [any CodingKey], id: FieldValue? = nil, source: (any FieldSource)? = nil) {
+    init(members: [String: FieldValue], codingPath: [any CodingKey], id: FieldValue? = nil, source: (any FieldSource)? = nil, namesFailure: NamesFailure? = nil) {
         self.members = members
         self.codingPath = codingPath
         self.id = id
         self.source = source
+        self.namesFailure = namesFailure
     }
 
+    /// The record's keys. `allKeys` cannot throw: when the source cannot name its fields,
+    /// the keys are the id's alone and the error goes to ``namesFailure``, which
+    /// `RecordDecoder.decode(_:from:)` (over a source) throws once the model is built.
     var allKeys: [Key] {
-        let names = source.map { (try? $0.fieldNames()) ?? [] } ?? Array(members.keys)
+        var names: [String] = []
+        if let source {
+            do {
+                names = try source.fieldNames()
+            } catch {
+                if namesFailure?.error == nil { namesFailure?.error = error }
+            }
+        } else {
+            names = Array(members.keys)
+        }
         return (id == nil ? [] : [Key(stringValue: "id")].compactMap { $0 }) + names.compactMap { Key(stringValue: $0) }
     }
     /// A field whose value the source cannot read counts as present: `contains` cannot

@@ -154,4 +154,35 @@ struct Everything: Codable, Equatable, Sendable {
         let absent = try RecordDecoder().decode(Titled.self, from: whole)
         #expect(absent.title == "untitled" && absent.pages == 3)
     }
+
+    /// A source that can read its values but not list its fields.
+    final class UnlistableSource: FieldSource {
+        let recordID: RecordID = 1
+        func value(forField name: String) throws -> FieldValue? { name == "pages" ? 12 : nil }
+        func fieldNames() throws -> [String] { throw DepotError(.corrupted, "The stored field names cannot be read.") }
+    }
+
+    /// A model that keeps every field it finds, by listing the record's keys.
+    struct AllFields: Decodable {
+        struct Name: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+        var values: [String: FieldValue] = [:]
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: Name.self)
+            for key in container.allKeys { values[key.stringValue] = try container.decode(FieldValue.self, forKey: key) }
+        }
+    }
+
+    /// `allKeys` cannot throw: a source that cannot name its fields makes the whole decode
+    /// throw its error instead of a model that found no fields (or only the id).
+    @Test func aSourceThatCannotNameItsFieldsFailsTheDecode() throws {
+        let unlisted = #expect(throws: DepotError.self) { try RecordDecoder().decode(AllFields.self, from: UnlistableSource()) }
+        #expect(unlisted?.code == .corrupted)
+        let listed = try RecordDecoder().decode(AllFields.self, from: RecordFieldSource(Record(id: 1, fields: ["pages": 3])))
+        #expect(listed.values == ["id": 1, "pages": 3])
+    }
 }
