@@ -27,21 +27,16 @@ import Darwin
 /// `.closed`. Jobs are not cancelled: a task cancelled while waiting still gets the job's
 /// result, since a half-run engine call cannot be taken back.
 package final class BlockingExecutor: @unchecked Sendable {
-    // @unchecked: `jobs`, `head`, `stopped` and `sleepers` are read and written only while
-    // `lock` is held; `parked`, `threadID` and `pending` are atomics; the rest is immutable
-    // after `init`.
-    private let lock = NSLock()
+    // @unchecked: `jobs`, `head` and `stopped` are read and written only while `condition`
+    // is locked; `parked` and `threadID` are atomics; the rest is immutable after `init`.
+    private let condition = NSCondition()
     private var jobs: [@Sendable () -> Void] = []
     /// Index of the next job to run in `jobs` (the array is compacted now and then).
     private var head = 0
     private var stopped = false
-    /// The semaphores of the workers that found the queue empty and wait, one each. A
-    /// submitter takes one out under the lock with its job and signals it after unlocking.
-    /// A semaphore keeps a signal that comes before its wait, so no wake-up is lost. (A
-    /// shared condition variable lost some on one of this project's machines: a job stayed
-    /// queued for seconds while every worker waited; Docs/SQLiteDriver.md, "The hand-off".)
-    private var sleepers: [DispatchSemaphore] = []
-    /// How many workers are in `sleepers`, readable without the lock (for tests).
+    /// How many workers wait on `condition`. Raised under the lock before waiting, so a
+    /// submitter that reads 0 after queueing knows a worker will see its job without a
+    /// signal (the worker is busy and looks at the queue before it waits again).
     private let parked = Atomic<Int>(0)
     /// The thread id of the single worker once it runs; 0 before, and for several workers.
     private let threadID = Atomic<UInt>(0)
@@ -77,17 +72,13 @@ package final class BlockingExecutor: @unchecked Sendable {
 
     private func work(recordingID: Bool) {
         if recordingID { threadID.store(Self.currentThreadID(), ordering: .releasing) }
-        let wake = DispatchSemaphore(value: 0)
-        lock.lock()
+        condition.lock()
         while true {
             if head == jobs.count {
                 if stopped { break }
-                sleepers.append(wake)
                 parked.add(1, ordering: .sequentiallyConsistent)
-                lock.unlock()
-                // Whoever took `wake` out of `sleepers` (a submitter, or `stop()`) signals it.
-                wake.wait()
-                lock.lock()
+                while head == jobs.count && !stopped { condition.wait() }
+                parked.subtract(1, ordering: .sequentiallyConsistent)
                 continue
             }
             let job = jobs[head]
@@ -100,11 +91,11 @@ package final class BlockingExecutor: @unchecked Sendable {
                 jobs.removeFirst(head)
                 head = 0
             }
-            lock.unlock()
+            condition.unlock()
             job()
-            lock.lock()
+            condition.lock()
         }
-        lock.unlock()
+        condition.unlock()
     }
 
     private static func currentThreadID() -> UInt {
@@ -144,20 +135,22 @@ package final class BlockingExecutor: @unchecked Sendable {
     /// - Returns: `false` (and drops `job`) once ``stop()`` has been called.
     @discardableResult
     package func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
-        lock.lock()
+        condition.lock()
         if stopped {
-            lock.unlock()
+            condition.unlock()
             return false
         }
         pending.add(1, ordering: .relaxed)
         jobs.append(job)
-        // A waiting worker is woken for the job; with none waiting, a busy worker looks at
-        // the queue before it waits again. The signal is sent after unlocking: a worker
-        // woken while the submitter still held the lock would go back to sleep on it.
-        let sleeper = sleepers.popLast()
-        if sleeper != nil { parked.subtract(1, ordering: .sequentiallyConsistent) }
-        lock.unlock()
-        sleeper?.signal()
+        condition.unlock()
+        // A worker that parked before the job was queued needs the signal; one that parks
+        // later finds the job first (see `parked`). The signal is sent without the lock: a
+        // parked worker was already waiting on `condition` when the job was queued under the
+        // lock, so it cannot miss it, and a worker woken while the submitter still held the
+        // lock went straight back to sleep on the lock, a second wake-up on every hop.
+        if parked.load(ordering: .sequentiallyConsistent) > 0 {
+            condition.signal()
+        }
         return true
     }
 
@@ -206,13 +199,10 @@ package final class BlockingExecutor: @unchecked Sendable {
     /// jobs are refused: ``run(_:)`` and ``runBlocking(_:)`` throw `.closed`. Calling it
     /// again does nothing.
     package func stop() {
-        lock.lock()
+        condition.lock()
         stopped = true
-        let waiting = sleepers
-        sleepers.removeAll()
-        parked.subtract(waiting.count, ordering: .sequentiallyConsistent)
-        lock.unlock()
-        for sleeper in waiting { sleeper.signal() }
+        condition.broadcast()
+        condition.unlock()
     }
 }
 
