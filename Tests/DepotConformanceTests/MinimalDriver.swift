@@ -108,12 +108,21 @@ final class MinimalTransaction: WriteTransaction {
 
     func write(_ record: Record, as mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
         try usable(writing: true)
-        var target = collections[collection] ?? InMemoryCollection(schema: CollectionSchema(name: collection, idKind: record.id.kind))
-        guard target.schema.idKind == record.id.kind else {
-            throw DepotError(.invalidValue, "Collection '\(collection)' uses \(target.schema.idKind) ids; got a \(record.id.kind) id.", collection: collection.rawValue)
+        guard let kind = collections[collection]?.schema.idKind else {
+            // The first record of a collection makes it; a refused one makes nothing.
+            var fresh = InMemoryCollection(schema: CollectionSchema(name: collection, idKind: record.id.kind))
+            let outcome = try fresh.write(record.withoutNulls, as: mode)
+            collections[collection] = fresh
+            return outcome
         }
-        let outcome = try target.write(record.withoutNulls, as: mode)
-        collections[collection] = target
+        guard kind == record.id.kind else {
+            throw DepotError(.invalidValue, "Collection '\(collection)' uses \(kind) ids; got a \(record.id.kind) id.", collection: collection.rawValue)
+        }
+        // Changed where it lies in the dictionary: a copy taken out and put back would copy
+        // the whole collection on every record (copy-on-write sees two owners).
+        guard let outcome = try collections[collection]?.write(record.withoutNulls, as: mode) else {
+            throw DepotError(.internal, "Collection '\(collection)' went missing inside its transaction.", collection: collection.rawValue)
+        }
         return outcome
     }
 
