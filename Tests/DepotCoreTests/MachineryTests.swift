@@ -43,6 +43,8 @@ struct SplitMix64Tests {
 /// How many of a test's tasks have finished.
 private final class FinishedCount: Sendable {
     let count = Atomic<Int>(0)
+    /// Jobs that have run, across the tasks: the stall check's sign of progress.
+    let jobs = Atomic<Int>(0)
 }
 
 @Suite("BlockingExecutor: the drivers' threads")
@@ -118,12 +120,15 @@ struct BlockingExecutorTests {
 
     /// Every `run` below waits for its job, so the workers park between jobs and each
     /// submission races a worker going to sleep. A lost wake-up leaves a job queued while
-    /// every worker sleeps; the check watches for that state and fails when it lasts 2 s (a
-    /// signal on its way takes microseconds, a descheduled submitter milliseconds), then
-    /// `stop()` wakes the workers so the stuck jobs run and the test ends. Only that state
-    /// counts, not the time the tasks take: in a full test run other tests can hold the
-    /// cooperative pool for seconds. (The signal is sent after the queue's lock is released:
-    /// Docs/SQLiteDriver.md, "The hand-off".)
+    /// every worker sleeps, and then no job runs any more; the check watches for that state
+    /// and fails when it holds, with not one job run, for 2 s (a signal on its way takes
+    /// microseconds, a descheduled submitter milliseconds), then `stop()` wakes the workers
+    /// so the stuck jobs run and the test ends. Only that state counts, not the time the
+    /// tasks take: in a full test run other tests hold the cooperative pool for tens of
+    /// seconds, this watcher included, and two looks at the state on either side of such a
+    /// pause, each catching a job on its way, are not a stall when jobs ran in between.
+    /// (The signal is sent after the queue's lock is released: Docs/SQLiteDriver.md,
+    /// "The hand-off".)
     @Test("a job queued while its worker parks is never lost")
     func noLostWakeUps() async throws {
         let perTask = 1_000
@@ -133,20 +138,29 @@ struct BlockingExecutorTests {
             let tasks = (0..<4).map { t in
                 Task {
                     var sum = 0
-                    for i in 0..<perTask { sum += try await executor.run { i * 4 + t } }
+                    for i in 0..<perTask {
+                        sum += try await executor.run {
+                            finished.jobs.add(1, ordering: .relaxed)
+                            return i * 4 + t
+                        }
+                    }
                     finished.count.add(1, ordering: .relaxed)
                     return sum
                 }
             }
-            var stalledSince: ContinuousClock.Instant?
+            // When the stuck-looking state was first seen, and how many jobs had run then.
+            var stalledSince: (instant: ContinuousClock.Instant, jobs: Int)?
             var stalled = false
             while finished.count.load(ordering: .relaxed) < tasks.count {
+                let jobs = finished.jobs.load(ordering: .relaxed)
                 if !executor.isIdle && executor.parkedWorkers == workers {
-                    let since = stalledSince ?? ContinuousClock.now
-                    stalledSince = since
-                    if ContinuousClock.now - since > .seconds(2) {
-                        stalled = true
-                        break
+                    if let since = stalledSince, since.jobs == jobs {
+                        if ContinuousClock.now - since.instant > .seconds(2) {
+                            stalled = true
+                            break
+                        }
+                    } else {
+                        stalledSince = (ContinuousClock.now, jobs)
                     }
                 } else {
                     stalledSince = nil

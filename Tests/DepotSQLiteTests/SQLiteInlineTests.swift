@@ -126,14 +126,17 @@ import Testing
         #expect(snapshotOn(seen, "writer"), "\(log.entries[seen...])")
         #expect(!log.entries[seen...].contains { $0.connection == "reader" })
         // A write holding the writer connection, from a thread of its own (not the pool's),
-        // until the read below is done.
+        // until the read below is done. Its wait is long, and released as soon as the read
+        // ends or the test fails: in a full test run other tests can hold the cooperative pool
+        // for tens of seconds between the write's start and the read.
         let writing = Locked(false), failure = Locked<String?>(nil), release = DispatchSemaphore(value: 0)
+        defer { release.signal() }
         let holder = Thread {
             do {
                 try driver.writeBlocking { tx in
                     try tx.insert(Record(id: 10, fields: ["n": 10]), into: self.items)
                     writing.withLock { $0 = true }
-                    _ = release.wait(timeout: .now() + 10)
+                    _ = release.wait(timeout: .now() + .seconds(300))
                 }
             } catch {
                 failure.withLock { $0 = "\(error)" }
