@@ -972,6 +972,16 @@ final class GDBMEngine: @unchecked Sendable {
                         state.withLock { $0.failure = DepotError.wrap(failure, as: .io, "A sync point of the GDBM files failed.") }
                     } else if mark {
                         finishSyncPoint(seq, journal: finished.value)
+                        // Commits made during the fsyncs found this sync point running and
+                        // started none; the last of them would get its mark only with the
+                        // next commit, or at close. When one is due by now, it starts here.
+                        if syncPointDue {
+                            do {
+                                try startSyncPoint()
+                            } catch {
+                                state.withLock { $0.failure = DepotError.wrap(error, as: .io, "Starting a sync point of the GDBM files failed.") }
+                            }
+                        }
                     } else {
                         flushCount.withLock { $0 += 1 }
                     }

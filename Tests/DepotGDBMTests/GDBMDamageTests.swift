@@ -25,15 +25,33 @@ import Testing
     /// The valid images: a closed store (journal checkpointed), and two copied while open
     /// (the image kill -9 leaves) with commits that only the journal holds: one whose journal
     /// ends in an `applied` mark, one ending in a transaction (opening rebuilds `data/`).
+    private static func endsInMark(_ last: JournalRecord?) -> Bool {
+        if case .applied? = last { return true }
+        return false
+    }
+
     static func images(in scratch: String) async throws -> (bases: [(name: String, image: StoreImage)], foreign: StoreImage) {
-        func build(_ name: String, variant: Int, options: String, live: Bool) async throws -> StoreImage {
+        func build(_ name: String, variant: Int, options: String, live: Bool, endInMark: Bool = false) async throws -> StoreImage {
             let root = scratch + "/" + name
             try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
             let driver = try await GDBMDriver(location: StoreLocation("gdbm:" + root + "/store" + options))
             try await DamageFixture.fill(driver, variant: variant)
             if live {
-                // A no-op write waits for the writer thread's queued sync points.
+                // A no-op write waits for the writer thread's queued jobs. A sync point's
+                // `applied` mark is written only once its fsyncs, on a thread of their own,
+                // are done: for an image whose journal ends in the mark, look until it does.
                 try await driver.write { _ in }
+                if endInMark {
+                    let journal = root + "/store/journal"
+                    let deadline = ContinuousClock.now + .seconds(30 * testTimeoutScale)
+                    while !Self.endsInMark(try Journal.scanSegment(path: journal).last) {
+                        guard ContinuousClock.now < deadline else {
+                            throw DepotError(.internal, "The journal of '\(name)' did not end in an applied mark within 30 s.")
+                        }
+                        try await Task.sleep(for: .milliseconds(5))
+                        try await driver.write { _ in }
+                    }
+                }
                 let image = try StoreImage.read(root)
                 try await driver.close()
                 return image
@@ -42,7 +60,7 @@ import Testing
             return try StoreImage.read(root)
         }
         let clean = try await build("clean", variant: 0, options: "", live: false)
-        let applied = try await build("applied", variant: 0, options: "?checkpoint_kb=100000&sync_every=1&sync_interval_ms=0", live: true)
+        let applied = try await build("applied", variant: 0, options: "?checkpoint_kb=100000&sync_every=1&sync_interval_ms=0", live: true, endInMark: true)
         let pending = try await build("pending", variant: 0, options: "?checkpoint_kb=100000&sync_every=100000&sync_interval_ms=100000", live: true)
         let foreign = try await build("foreign", variant: 1, options: "?checkpoint_kb=100000", live: true)
         return ([("clean", clean), ("journal ending in applied", applied), ("journal ending in a transaction", pending)], foreign)
