@@ -268,13 +268,26 @@ import Testing
         #expect(state.currentSeq >= 150, "\(state)")
         #expect(state.previousSeq != nil, "\(state)")
         #expect(try BackupState.read(directory: dir.path + "/store") == state)
-        #expect(closed.count <= GDBMEngine.closedSegmentsBeforeWaiting + 1)
         #expect(try Journal.closedSegments(in: dir.path + "/store").map(\.path) == closed.map(\.path))
         #expect(FileSystem.exists(dir.path + "/store/" + BackupState.directoryNames[state.current] + "/users.records.gdbm"))
+        // What stays after a fold: the segments the older backup needs, those the last fold
+        // covered. Folds that lag on a busy machine cover many at once (seven stayed once,
+        // with the other tests beside this one, within the bound of Docs/GDBMDriver.md,
+        // "Bounds"), so the count is checked after about one more segment of commits,
+        // folded on their own: folds that removed nothing would leave about nine.
+        for i in 201...240 {
+            try await driver.write { tx in try tx.insert(Record(id: .int(Int64(i)), fields: ["pad": .string(String(repeating: "x", count: 100))]), into: users) }
+        }
+        try await driver.write { _ in }
+        await driver.engine.waitForFolds()
+        let (later, kept) = driver.engine.backupState
+        #expect(later.currentSeq > state.currentSeq, "\(later)")
+        #expect(kept.count <= GDBMEngine.closedSegmentsBeforeWaiting + 1, "\(kept.map(\.end))")
+        #expect(try Journal.closedSegments(in: dir.path + "/store").map(\.path) == kept.map(\.path))
         try crashImage(of: dir, into: image)
         try await driver.close()
         let recovered = try await open(image)
-        #expect(try await recovered.read { tx in try tx.count(.all, in: users) } == 200)
+        #expect(try await recovered.read { tx in try tx.count(.all, in: users) } == 240)
         #expect(try await recovered.integrityCheck().isEmpty)
         try await recovered.close()
     }
