@@ -22,14 +22,15 @@ import Testing
         return false
     }
 
-    /// The valid images: a closed store (journal checkpointed), and two copied while open
-    /// (the image kill -9 leaves) with commits that only the journal holds: one whose journal
-    /// ends in an `applied` mark, one ending in a transaction (opening rebuilds `data/`).
+    /// `true` for a journal whose last record is an `applied` mark.
     private static func endsInMark(_ last: JournalRecord?) -> Bool {
         if case .applied? = last { return true }
         return false
     }
 
+    /// The valid images: a closed store (journal checkpointed), and two copied while open
+    /// (the image kill -9 leaves) with commits that only the journal holds: one whose journal
+    /// ends in an `applied` mark, one ending in a transaction (opening rebuilds `data/`).
     static func images(in scratch: String) async throws -> (bases: [(name: String, image: StoreImage)], foreign: StoreImage) {
         func build(_ name: String, variant: Int, options: String, live: Bool, endInMark: Bool = false) async throws -> StoreImage {
             let root = scratch + "/" + name
@@ -46,7 +47,7 @@ import Testing
                     let deadline = ContinuousClock.now + .seconds(30 * testTimeoutScale)
                     while !Self.endsInMark(try Journal.scanSegment(path: journal).last) {
                         guard ContinuousClock.now < deadline else {
-                            throw DepotError(.internal, "The journal of '\(name)' did not end in an applied mark within 30 s.")
+                            throw DepotError(.internal, "The journal of '\(name)' did not end in an applied mark within \(30 * testTimeoutScale) s.")
                         }
                         try await Task.sleep(for: .milliseconds(5))
                         try await driver.write { _ in }
