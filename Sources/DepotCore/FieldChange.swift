@@ -40,8 +40,10 @@ public struct FieldChange: Hashable, Sendable {
             try FieldName.validate(name, collection: collection)
             try value.validate(field: name)
         }
+        // Most changes remove nothing: no sets are built for them (the check ran on every update).
+        guard !remove.isEmpty else { return }
         for name in remove { try FieldName.validate(name, collection: collection) }
-        let both = Set(set.filter { !$0.value.isNull }.keys).intersection(remove)
+        let both = remove.filter { name in set[name].map { !$0.isNull } ?? false }
         if let name = both.sorted().first {
             throw DepotError(.invalidValue, "A change both sets and removes '\(name)'.", collection: collection)
         }
