@@ -239,6 +239,26 @@ enum CodecChecks {
             }
             let missing = try await driver.read { tx in try tx.withFields(of: 99, from: people) { _ in true } }
             try expect.that(missing == nil, "withFields of a missing id gives nil without calling the body")
+            // A driver may reuse one source for its point reads; a read nested in another's
+            // body must not change what the outer source offers, in a read or a write.
+            for writable in [false, true] {
+                let nest: @Sendable (any ReadTransaction) throws -> (Record?, Record?, Record?) = { tx in
+                    var inner: Record?
+                    var outerAfter: Record?
+                    let outerBefore = try tx.withFields(of: 1, from: people) { outer -> Record in
+                        let before = try materialize(outer)
+                        inner = try tx.withFields(of: 2, from: people) { try materialize($0) }
+                        outerAfter = try materialize(outer)
+                        return before
+                    }
+                    return (outerBefore, inner, outerAfter)
+                }
+                let (before, inner, after) = writable ? try await driver.write { try nest($0) } : try await driver.read { try nest($0) }
+                let kind = writable ? "write" : "read"
+                try expect.sameRecord(before, records[0], "outer withFields in a \(kind)")
+                try expect.sameRecord(inner, records[1], "withFields nested in another's body in a \(kind)")
+                try expect.sameRecord(after, records[0], "the outer source after a nested withFields in a \(kind)")
+            }
             let stopped = try await driver.read { tx in
                 var seen = 0
                 try tx.forEachFields(Query(), in: people) { _ in seen += 1; return seen < 2 }

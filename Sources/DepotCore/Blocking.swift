@@ -192,6 +192,7 @@ public struct BlockingQuery<M: StoredModel>: Sendable {
 
 /// Which store's transaction the current thread is running, so that a blocking call made
 /// inside it fails instead of waiting for itself. One pointer per thread (a pthread key).
+@usableFromInline
 enum TransactionMarker {
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
@@ -202,6 +203,7 @@ enum TransactionMarker {
     }()
 
     /// Runs `body` marked as inside a transaction of `store`.
+    @usableFromInline
     static func inside<T>(_ store: Store, _ body: () throws -> T) rethrows -> T {
         let previous = pthread_getspecific(key)
         pthread_setspecific(key, Unmanaged.passUnretained(store).toOpaque())

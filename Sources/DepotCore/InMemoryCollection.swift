@@ -82,6 +82,9 @@ public struct InMemoryCollection: Sendable {
 
     // MARK: Reads and writes, as a driver transaction answers them
 
+    /// The fields of the record with `id`, if any: ``get(_:)`` without building a ``Record``.
+    public func fields(of id: RecordID) -> [String: FieldValue]? { storage[id] }
+
     /// The record with `id`, if any.
     public func get(_ id: RecordID) -> Record? {
         storage[id].map { Record(id: id, fields: $0) }

@@ -72,7 +72,13 @@ public struct Repository<M: StoredModel>: Sendable {
         let generation = cache?.generation
         let collection = self.collection
         let alternates = id.alternateRecordIDs
-        let model = try await store.read { tx in try tx.model(M.self, id: recordID, alternates: alternates, in: collection) }
+        let store = self.store
+        // Straight to the driver, as `Collection.get` does: `Store.read`'s wrapper transaction
+        // and its closure cost two allocations a read. The nesting marker stays, because
+        // decoding runs the model's code (its value transformers).
+        let model = try await store.driver.read { tx in
+            try TransactionMarker.inside(store) { try tx.model(M.self, id: recordID, alternates: alternates, in: collection) }
+        }
         if let cache, let model, let generation { cache.put(recordID, model, ifGeneration: generation) }
         return model
     }

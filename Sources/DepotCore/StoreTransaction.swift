@@ -1,5 +1,19 @@
 import Foundation
 
+extension ReadTransaction {
+    /// The record with `id` decoded as `M`, read in place where the driver can; when there is
+    /// no record with `id`, the first of `alternates` that has one (a UUID id stored in lower
+    /// case). What ``StoreReadTransaction/model(_:id:in:)`` and ``Repository/find(id:)`` run.
+    @inlinable
+    func model<M: StoredModel>(_ type: M.Type, id: RecordID, alternates: [RecordID], in collection: CollectionName) throws -> M? {
+        if let found = try withFields(of: id, from: collection, { try M.decode($0) }) { return found }
+        for alternate in alternates {
+            if let found = try withFields(of: alternate, from: collection, { try M.decode($0) }) { return found }
+        }
+        return nil
+    }
+}
+
 /// Reading inside ``Store/read(_:)``: the driver's transaction plus typed access.
 /// Valid only inside the closure.
 public class StoreReadTransaction {
@@ -63,11 +77,7 @@ public class StoreReadTransaction {
     /// `alternates` that has one (a UUID id stored in lower case).
     @inlinable
     func model<M: StoredModel>(_ type: M.Type, id: RecordID, alternates: [RecordID], in collection: CollectionName) throws -> M? {
-        if let found = try model(M.self, id: id, in: collection) { return found }
-        for alternate in alternates {
-            if let found = try model(M.self, id: alternate, in: collection) { return found }
-        }
-        return nil
+        try base.model(M.self, id: id, alternates: alternates, in: collection)
     }
     /// The number of records `filter` matches.
     /// - Throws: `.invalidQuery`, driver errors.
