@@ -15,6 +15,14 @@ final class JSONFileTransaction: WriteTransaction {
     /// Collections dropped (and perhaps created again): nothing of theirs is reused.
     private(set) var replaced: Set<CollectionName> = []
 
+    /// The record ``withFields(of:from:_:)`` is offering, as a ``FieldSource``. Unchecked
+    /// exclusivity: set only by `withFields` before it calls its body and read only by the
+    /// source's methods inside that body, on the one thread that uses the transaction.
+    @exclusivity(unchecked) private var sourceID: RecordID = .int(0)
+    @exclusivity(unchecked) private var sourceFields: [String: FieldValue] = [:]
+    /// `true` while `withFields` is offering a record.
+    @exclusivity(unchecked) private var offering = false
+
     init(state: JSONStoreState, writable: Bool) {
         self.state = state
         self.writable = writable
@@ -42,6 +50,23 @@ final class JSONFileTransaction: WriteTransaction {
     func get(_ id: RecordID, from collection: CollectionName) throws -> Record? {
         try checkValid()
         return state.collections[collection]?.get(id)
+    }
+
+    /// The record's fields offered with the transaction itself as the ``FieldSource`` (see
+    /// the conformance below): a typed point read allocates no source and builds no `Record`.
+    func withFields<T>(of id: RecordID, from collection: CollectionName, _ body: (any FieldSource) throws -> T) throws -> T? {
+        try checkValid()
+        // A read nested in `body` gets a source of its own: this one is in use.
+        if offering { return try getRecordAsFields(of: id, from: collection, body) }
+        guard let fields = state.collections[collection]?.fields(of: id) else { return nil }
+        sourceID = id
+        sourceFields = fields
+        offering = true
+        defer {
+            sourceFields = [:]
+            offering = false
+        }
+        return try body(self)
     }
 
     func forEach(_ query: Query, in collection: CollectionName, _ body: (Record) throws -> Bool) throws {
@@ -147,4 +172,12 @@ final class JSONFileTransaction: WriteTransaction {
         touched[collection, default: []].insert(id)
         return try modify(collection, kind: id.kind) { $0.remove(id) }
     }
+}
+
+/// A transaction is the ``FieldSource`` of the record its ``JSONFileTransaction/withFields(of:from:_:)``
+/// is offering (valid only inside that call, as every source is), as the memory driver's is.
+extension JSONFileTransaction: FieldSource {
+    var recordID: RecordID { sourceID }
+    func value(forField name: String) -> FieldValue? { sourceFields[name] }
+    func fieldNames() -> [String] { Array(sourceFields.keys) }
 }
