@@ -77,7 +77,7 @@ public struct Repository<M: StoredModel>: Sendable {
         // and its closure cost two allocations a read. The nesting marker stays, because
         // decoding runs the model's code (its value transformers).
         let model = try await store.driver.read { tx in
-            try TransactionMarker.inside(store) { try tx.model(M.self, id: recordID, alternates: alternates, in: collection) }
+            try TransactionMarker.inside(store) { try StoreReadTransaction.model(M.self, id: recordID, alternates: alternates, in: collection, of: tx) }
         }
         if let cache, let model, let generation { cache.put(recordID, model, ifGeneration: generation) }
         return model

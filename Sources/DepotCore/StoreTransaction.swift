@@ -1,19 +1,5 @@
 import Foundation
 
-extension ReadTransaction {
-    /// The record with `id` decoded as `M`, read in place where the driver can; when there is
-    /// no record with `id`, the first of `alternates` that has one (a UUID id stored in lower
-    /// case). What ``StoreReadTransaction/model(_:id:in:)`` and ``Repository/find(id:)`` run.
-    @inlinable
-    func model<M: StoredModel>(_ type: M.Type, id: RecordID, alternates: [RecordID], in collection: CollectionName) throws -> M? {
-        if let found = try withFields(of: id, from: collection, { try M.decode($0) }) { return found }
-        for alternate in alternates {
-            if let found = try withFields(of: alternate, from: collection, { try M.decode($0) }) { return found }
-        }
-        return nil
-    }
-}
-
 /// Reading inside ``Store/read(_:)``: the driver's transaction plus typed access.
 /// Valid only inside the closure.
 public class StoreReadTransaction {
@@ -77,7 +63,21 @@ public class StoreReadTransaction {
     /// `alternates` that has one (a UUID id stored in lower case).
     @inlinable
     func model<M: StoredModel>(_ type: M.Type, id: RecordID, alternates: [RecordID], in collection: CollectionName) throws -> M? {
-        try base.model(M.self, id: id, alternates: alternates, in: collection)
+        try Self.model(M.self, id: id, alternates: alternates, in: collection, of: base)
+    }
+
+    /// ``model(_:id:alternates:in:)`` read through the driver's transaction `base`: what
+    /// ``Repository/find(id:)`` runs without a wrapper. Static, with `base` an argument, so
+    /// that the compiler specializes it for `M` alone; as a method of an extension of
+    /// `ReadTransaction` called on `any ReadTransaction` it stayed generic over the opened
+    /// type, and a SQLite `@Model` point read was measurably slower.
+    @inlinable
+    static func model<M: StoredModel>(_ type: M.Type, id: RecordID, alternates: [RecordID], in collection: CollectionName, of base: any ReadTransaction) throws -> M? {
+        if let found = try base.withFields(of: id, from: collection, { try M.decode($0) }) { return found }
+        for alternate in alternates {
+            if let found = try base.withFields(of: alternate, from: collection, { try M.decode($0) }) { return found }
+        }
+        return nil
     }
     /// The number of records `filter` matches.
     /// - Throws: `.invalidQuery`, driver errors.
