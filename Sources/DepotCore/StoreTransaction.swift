@@ -70,7 +70,7 @@ public class StoreReadTransaction {
     /// ``Repository/find(id:)`` runs without a wrapper. Static, with `base` an argument, so
     /// that the compiler specializes it for `M` alone; as a method of an extension of
     /// `ReadTransaction` called on `any ReadTransaction` it stayed generic over the opened
-    /// type, and a SQLite `@Model` point read was measurably slower.
+    /// type, which is the unspecialized path Docs/Models.md ("Cost of a typed read") describes.
     @inlinable
     static func model<M: StoredModel>(_ type: M.Type, id: RecordID, alternates: [RecordID], in collection: CollectionName, of base: any ReadTransaction) throws -> M? {
         if let found = try base.withFields(of: id, from: collection, { try M.decode($0) }) { return found }

@@ -166,7 +166,7 @@ final class MemoryTransaction: WriteTransaction {
     /// The record ``withFields(of:from:_:)`` is offering, as a ``FieldSource``. Unchecked
     /// exclusivity: set only by `withFields` before it calls its body and read only by the
     /// source's methods inside that body, on the one thread that uses the transaction; the
-    /// dynamic check cost a tenth of a typed read's decode (Docs/Benchmarks.md).
+    /// dynamic check cost a tenth of a typed read's decode (Docs/measurements/2026-11-29-night.md).
     @exclusivity(unchecked) private var sourceID: RecordID = .int(0)
     @exclusivity(unchecked) private var sourceFields: [String: FieldValue] = [:]
     /// `true` while `withFields` is offering a record.
