@@ -42,6 +42,11 @@ public protocol BenchTarget: AnyObject {
     /// How long the target's writers have waited for its own background work since it was
     /// opened (GDBM: commits that waited for journal folds); `nil` when it has none to report.
     var writerWaits: WriterWaits? { get }
+    /// Waits until the background work that the writes so far left behind is done (GDBM:
+    /// the journal folds). The bulk insert's time includes it, so that a load's own work
+    /// is counted in the load and does not run beside the workloads measured after it.
+    /// - Throws: the engine's error.
+    func settle() async throws
 }
 
 /// Commits that waited for a store's background work, counted since the store was opened.
@@ -64,6 +69,9 @@ public struct WriterWaits: Sendable, Hashable, Codable {
 extension BenchTarget {
     /// No background work to report.
     public var writerWaits: WriterWaits? { nil }
+
+    /// No background work to wait for: every write is done when its call returns.
+    public func settle() async throws {}
 
     /// The name in tables: `sqlite` for Depot, `sqlite raw` for the baseline (`json floor`
     /// for the JSON driver's).

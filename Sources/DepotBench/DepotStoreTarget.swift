@@ -124,6 +124,13 @@ public final class DepotStoreTarget: BenchTarget {
         guard try await collection.delete(.string(YCSB.key(n))) else { throw BenchError("\(engine): record \(n) is missing.") }
     }
 
+    /// GDBM: waits for the journal folds (``GDBMDriver/waitForFolds()``); the other drivers
+    /// leave no background work (SQLite checkpoints the log on the writer's thread before a
+    /// large commit returns).
+    public func settle() async throws {
+        if let gdbm = store?.driver as? GDBMDriver { await gdbm.waitForFolds() }
+    }
+
     public var writerWaits: WriterWaits? {
         guard let gdbm = store?.driver as? GDBMDriver else { return nil }
         let waits = gdbm.foldWaits

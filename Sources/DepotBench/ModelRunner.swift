@@ -31,8 +31,9 @@ struct ModelRoundPlan: Sendable {
 }
 
 /// Runs the typed-model workloads once on `target`: the timed insert of `plan.inserts`
-/// models in one transaction, the untimed top-up to `plan.records` (transactions of 50,000),
-/// the fetch, the point reads. Checks that the fetch read every record with its values
+/// models in one transaction (with the store's background work for it,
+/// ``ModelBenchTarget/settle()``), the untimed top-up to `plan.records` (transactions of
+/// 50,000, then settled), the fetch, the point reads. Checks that the fetch read every record with its values
 /// and that each point read read the right one.
 /// - Throws: the target's errors; ``BenchError`` when a count or a value is wrong.
 func measureModelRound(_ target: any ModelBenchTarget, plan: ModelRoundPlan, options: BenchOptions, directory: String) async throws -> [Workload: Measurement] {
@@ -43,6 +44,7 @@ func measureModelRound(_ target: any ModelBenchTarget, plan: ModelRoundPlan, opt
         target.stage(0..<plan.inserts)
         let t0 = monotonicNanoseconds()
         try await target.insertStaged()
+        try await target.settle()
         out[.modelInsert] = Measurement(operations: plan.inserts, nanoseconds: Double(monotonicNanoseconds() - t0), histogram: LatencyHistogram())
 
         let fetches = options.workloads.contains(.modelFetch)
@@ -56,6 +58,7 @@ func measureModelRound(_ target: any ModelBenchTarget, plan: ModelRoundPlan, opt
                 start = end
             }
             target.stage(0..<0)
+            try await target.settle()
         }
 
         if fetches {

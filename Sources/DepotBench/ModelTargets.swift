@@ -52,9 +52,17 @@ public protocol ModelBenchTarget: AnyObject {
     /// Closes the store.
     /// - Throws: the engine's error.
     func close() async throws
+    /// Waits until the background work that the writes so far left behind is done (GDBM:
+    /// the journal folds), as ``BenchTarget/settle()``: the timed insert's time includes it,
+    /// and the fetch and the point reads start on a store with none running.
+    /// - Throws: the engine's error.
+    func settle() async throws
 }
 
 extension ModelBenchTarget {
+    /// No background work to wait for: every write is done when its call returns.
+    public func settle() async throws {}
+
     /// The name in tables: `sqlite @Model`, `sqlite Codable`, `sqlite Record`, `sqlite raw`.
     public var displayName: String { side == .raw ? "\(engine) raw" : "\(engine) \(side.rawValue)" }
 }
@@ -216,6 +224,12 @@ public final class DepotModelTarget<M: BenchIntegerModel>: ModelBenchTarget {
     /// The checksum of the last point read.
     public func lastReadChecksum() -> Int64? { last.map { IntegerRows.checksum(id: $0.id, values: $0.values) } }
 
+    /// GDBM: waits for the journal folds (``GDBMDriver/waitForFolds()``); the other drivers
+    /// leave no background work.
+    public func settle() async throws {
+        if let gdbm = store?.driver as? GDBMDriver { await gdbm.waitForFolds() }
+    }
+
     /// Closes the store.
     public func close() async throws {
         let store = self.store
@@ -305,6 +319,12 @@ public final class DepotRecordModelTarget: ModelBenchTarget {
 
     /// The checksum of the last point read.
     public func lastReadChecksum() -> Int64? { last.flatMap(IntegerRows.checksum) }
+
+    /// GDBM: waits for the journal folds (``GDBMDriver/waitForFolds()``); the other drivers
+    /// leave no background work.
+    public func settle() async throws {
+        if let gdbm = store?.driver as? GDBMDriver { await gdbm.waitForFolds() }
+    }
 
     /// Closes the store.
     public func close() async throws {

@@ -258,9 +258,10 @@ import Testing
             try await driver.write { tx in try tx.insert(Record(id: .int(Int64(i)), fields: ["pad": .string(String(repeating: "x", count: 100))]), into: users) }
         }
         // Small writes commit inline and leave rotations to the writer thread; a write made
-        // while one is due queues behind it there. Folds run in the background.
+        // while one is due queues behind it there. Folds run in the background;
+        // `waitForFolds` (the public call a benchmark makes) returns once they are done.
         try await driver.write { _ in }
-        await driver.engine.waitForFolds()
+        await driver.waitForFolds()
         #expect(FileSystem.size(dir.path + "/store/journal") < 8 << 10)
         let (state, closed) = driver.engine.backupState
         // Folded up to a recent commit (a 4 KiB segment holds about 27 of these commits),
@@ -279,7 +280,7 @@ import Testing
             try await driver.write { tx in try tx.insert(Record(id: .int(Int64(i)), fields: ["pad": .string(String(repeating: "x", count: 100))]), into: users) }
         }
         try await driver.write { _ in }
-        await driver.engine.waitForFolds()
+        await driver.waitForFolds()
         let (later, kept) = driver.engine.backupState
         #expect(later.currentSeq > state.currentSeq, "\(later)")
         #expect(kept.count <= GDBMEngine.closedSegmentsBeforeWaiting + 1, "\(kept.map(\.end))")
