@@ -33,8 +33,8 @@ struct ModelRoundPlan: Sendable {
 /// Runs the typed-model workloads once on `target`: the timed insert of `plan.inserts`
 /// models in one transaction (with the store's background work for it,
 /// ``ModelBenchTarget/settle()``), the untimed top-up to `plan.records` (transactions of
-/// 50,000, then settled), the fetch, the point reads. Checks that the fetch read every record with its values
-/// and that each point read read the right one.
+/// 50,000, then settled), the fetch, the point reads. Checks that the fetch read every
+/// record with its values and that each point read read the right one.
 /// - Throws: the target's errors; ``BenchError`` when a count or a value is wrong.
 func measureModelRound(_ target: any ModelBenchTarget, plan: ModelRoundPlan, options: BenchOptions, directory: String) async throws -> [Workload: Measurement] {
     var out: [Workload: Measurement] = [:]
