@@ -125,8 +125,8 @@ public final class DepotStoreTarget: BenchTarget {
     }
 
     /// GDBM: waits for the journal folds (``GDBMDriver/waitForFolds()``); the other drivers
-    /// leave no background work (SQLite checkpoints the log on the writer's thread before a
-    /// large commit returns).
+    /// leave no background work behind a load (SQLite checkpoints the log on the writer's
+    /// thread before a large commit returns).
     public func settle() async throws {
         if let gdbm = store?.driver as? GDBMDriver { await gdbm.waitForFolds() }
     }

@@ -225,7 +225,7 @@ public final class DepotModelTarget<M: BenchIntegerModel>: ModelBenchTarget {
     public func lastReadChecksum() -> Int64? { last.map { IntegerRows.checksum(id: $0.id, values: $0.values) } }
 
     /// GDBM: waits for the journal folds (``GDBMDriver/waitForFolds()``); the other drivers
-    /// leave no background work.
+    /// leave no background work behind an insert this large.
     public func settle() async throws {
         if let gdbm = store?.driver as? GDBMDriver { await gdbm.waitForFolds() }
     }
@@ -321,7 +321,7 @@ public final class DepotRecordModelTarget: ModelBenchTarget {
     public func lastReadChecksum() -> Int64? { last.flatMap(IntegerRows.checksum) }
 
     /// GDBM: waits for the journal folds (``GDBMDriver/waitForFolds()``); the other drivers
-    /// leave no background work.
+    /// leave no background work behind an insert this large.
     public func settle() async throws {
         if let gdbm = store?.driver as? GDBMDriver { await gdbm.waitForFolds() }
     }
