@@ -138,7 +138,7 @@ extension BenchReport {
         }
         lines.append("")
         let toRecord = results.contains { $0.ratioToRecord != nil }
-        var header = [pad("workload", 17), pad("target", 14), lpad("records", 8), lpad("ops", 7), lpad("ops/s", 12), lpad("p50", 10), lpad("p99", 10), lpad("p99.9", 10), lpad("max", 10), lpad("÷ raw", 8)]
+        var header = [pad("workload", 17), pad("target", 14), lpad("records", 8), lpad("ops", 7), lpad("ops/s", 12), lpad("p50", 10), lpad("p99", 10), lpad("p99.9", 10), lpad("max", 10), lpad("÷ raw", 8), lpad("rounds", 11)]
         if toRecord { header.append(lpad("÷ Record", 9)) }
         lines.append(header.joined(separator: " "))
         lines.append(String(repeating: "-", count: header.joined(separator: " ").count))
@@ -148,7 +148,7 @@ extension BenchReport {
                 var cells = [pad(workload.label, 17), pad(r.target, 14), lpad(String(r.records), 8), lpad(String(r.operations), 7), lpad(BenchReport.rate(r.opsPerSecond), 12),
                              lpad(r.p50Nanoseconds.map(BenchReport.duration) ?? "-", 10), lpad(r.p99Nanoseconds.map(BenchReport.duration) ?? "-", 10),
                              lpad(r.p999Nanoseconds.map(BenchReport.duration) ?? "-", 10), lpad(r.maxNanoseconds.map(BenchReport.duration) ?? "-", 10),
-                             lpad(r.ratioToRaw.map { String(format: "%.2f×", $0) } ?? "", 8)]
+                             lpad(r.ratioToRaw.map { String(format: "%.2f×", $0) } ?? "", 8), lpad(BenchReport.range(r.roundRatios), 11)]
                 if toRecord { cells.append(lpad(r.ratioToRecord.map { String(format: "%.2f×", $0) } ?? "", 9)) }
                 lines.append(cells.joined(separator: " "))
             }
@@ -157,13 +157,13 @@ extension BenchReport {
         if !concurrent.isEmpty {
             lines.append("")
             lines.append("concurrent reads (--clients): the same reads split among N clients (Depot: N tasks, one store; raw: N threads, one connection each)")
-            let head = [pad("workload", 17), pad("target", 14), lpad("clients", 8), lpad("ops", 7), lpad("ops/s", 12), lpad("p50", 10), lpad("p99", 10), lpad("÷ raw", 8), lpad("× 1 client", 11)]
+            let head = [pad("workload", 17), pad("target", 14), lpad("clients", 8), lpad("ops", 7), lpad("ops/s", 12), lpad("p50", 10), lpad("p99", 10), lpad("÷ raw", 8), lpad("rounds", 11), lpad("× 1 client", 11)]
             lines.append(head.joined(separator: " "))
             lines.append(String(repeating: "-", count: head.joined(separator: " ").count))
             for r in concurrent {
                 lines.append([pad(r.workload.label, 17), pad(r.target, 14), lpad(r.clients.map(String.init) ?? "", 8), lpad(String(r.operations), 7), lpad(BenchReport.rate(r.opsPerSecond), 12),
                               lpad(r.p50Nanoseconds.map(BenchReport.duration) ?? "-", 10), lpad(r.p99Nanoseconds.map(BenchReport.duration) ?? "-", 10),
-                              lpad(r.ratioToRaw.map { String(format: "%.2f×", $0) } ?? "", 8), lpad(r.scalingToOneClient.map { String(format: "%.2f×", $0) } ?? "", 11)].joined(separator: " "))
+                              lpad(r.ratioToRaw.map { String(format: "%.2f×", $0) } ?? "", 8), lpad(BenchReport.range(r.roundRatios), 11), lpad(r.scalingToOneClient.map { String(format: "%.2f×", $0) } ?? "", 11)].joined(separator: " "))
             }
         }
         if !memory.isEmpty {
@@ -177,6 +177,14 @@ extension BenchReport {
         return lines.joined(separator: "\n")
     }
 
+
+    /// The lowest and the highest of a Depot row's per-round ratios to raw (`1.03–1.26`), so
+    /// a reader sees how far the rounds spread around the median in the `÷ raw` column;
+    /// empty for a raw row and for a single round.
+    package static func range(_ ratios: [Double]?) -> String {
+        guard let ratios, ratios.count > 1, let low = ratios.min(), let high = ratios.max() else { return "" }
+        return String(format: "%.2f–%.2f", low, high)
+    }
 
     /// `12,345` style operations per second.
     static func rate(_ value: Double) -> String {

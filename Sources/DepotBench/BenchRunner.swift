@@ -187,7 +187,7 @@ public func runBench(_ options: BenchOptions, external: [String: () throws -> [a
     }
 
     var notes: [String] = [
-        "ops/s and ratios are medians over rounds; a ratio is Depot's time ÷ the raw time for the same operations in the same round (1.00× = as fast as raw, 2.00× = twice the time).",
+        "ops/s and ratios are medians over rounds; a ratio is Depot's time ÷ the raw time for the same operations in the same round (1.00× = as fast as raw, 2.00× = twice the time); the rounds column gives the lowest and the highest of the rounds' ratios.",
         "p50/p99/p99.9 are per operation over all rounds (a log-linear histogram, ≤ 3% low), max the slowest single operation; bulk insert and bulk fetch have none (one transaction or query).",
         "Through Depot each YCSB operation is its own transaction through Store/Collection (a driver-thread hop each); a Depot update of one field is a partial update (Collection.update(id, FieldChange)): one UPDATE in place on SQLite and PostgreSQL, read + change + write on the other drivers; F's read-modify-write is a get, then an update of the whole record. Raw SQLite and PostgreSQL update one column with one UPDATE; raw GDBM fetches, decodes, changes and stores.",
         "Workload E scans are the query id >= key sorted by id with a limit: SQL ORDER BY/LIMIT on SQLite (both sides); the memory and JSON drivers walk their ids in order (the JSON floor sorts the keys at or past the start on each scan); gdbm walks the whole collection per scan on both sides, so E there runs at most \(options.unorderedScanLimit) operations.",

@@ -143,6 +143,32 @@ import Testing
         #expect(lines.joined(separator: "\n").contains("concurrent reads (--clients)"))
     }
 
+    @Test func theTableShowsTheSpreadOfTheRoundsRatios() async throws {
+        #expect(BenchReport.range([1.26, 1.03, 1.1]) == "1.03–1.26")
+        #expect(BenchReport.range([1.2]) == "")
+        #expect(BenchReport.range(nil) == "")
+        var options = BenchOptions()
+        options.drivers = ["sqlite"]
+        options.workloads = [.bulkInsert, .pointReads]
+        options.rounds = 3
+        options.records = 300
+        options.operations = 200
+        options.clients = [1]
+        options.streamingRecords = 0
+        let report = try await runBench(options) { _ in }
+        let depot = try #require(report.result("sqlite", .pointReads))
+        let ratios = try #require(depot.roundRatios)
+        let median = try #require(depot.ratioToRaw)
+        #expect(ratios.count == 3)
+        #expect(ratios.min()! <= median && median <= ratios.max()!)
+        let lines = report.table().split(separator: "\n").map(String.init)
+        let depotLine = try #require(lines.first { $0.hasPrefix("point reads") && $0.contains(" sqlite ") && !$0.contains("sqlite raw") })
+        let rawLine = try #require(lines.first { $0.hasPrefix("point reads") && $0.contains("sqlite raw") })
+        #expect(depotLine.hasSuffix(" " + BenchReport.range(ratios)), "\(depotLine)")
+        #expect(!rawLine.contains("–"), "\(rawLine)")
+        #expect(lines.contains { $0.contains("÷ raw") && $0.contains("rounds") })
+    }
+
     @Test func jsonFloorRoundTripsThroughARound() async throws {
         let floor = JSONFloorTarget()
         let dir = NSTemporaryDirectory() + "depot-bench-floor-\(UInt32.random(in: 0...UInt32.max))"
