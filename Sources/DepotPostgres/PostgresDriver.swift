@@ -18,7 +18,9 @@ import Synchronization
 ///   snapshot per closure.
 /// - Transaction closures run on the caller's thread (``readBlocking(_:)``,
 ///   ``writeBlocking(_:)``) or on the driver's own threads (``read(_:)``, ``write(_:)``),
-///   which wait for postgres-nio's futures; never on an event loop or the cooperative pool.
+///   which wait for postgres-nio's futures. An async read of one statement runs without a
+///   thread: its closure runs on the caller's task, which suspends while the statement is
+///   answered. Nothing waits on an event loop or the cooperative pool.
 /// - Durability `full` is `synchronous_commit = on`; `normal` is `off`.
 ///
 /// ```swift
@@ -47,6 +49,8 @@ public final class PostgresDriver: StorageDriver {
     private let closed = Atomic<Bool>(false)
     /// How many write transactions were run again after a serialization failure.
     private let retryCount = Atomic<Int>(0)
+    /// How many reads ran without a thread (``readsWithoutThread``).
+    private let settledWithoutThread = Atomic<Int>(0)
     /// Raised by every transaction that changed the catalog (tables created, dropped or
     /// given columns) and by every failure that runs a transaction again: a connection
     /// whose prepared statements are older retires them before its next transaction, so
@@ -174,10 +178,91 @@ public final class PostgresDriver: StorageDriver {
         try transaction(writable: true, attempts: settings.attempts) { tx in try body(tx) }
     }
 
-    /// Runs `body` on one of the driver's read threads (``readBlocking(_:)``).
+    /// Runs `body` as ``readBlocking(_:)`` does. A read of one statement whose connection is
+    /// idle runs without a thread: the closure runs on the caller's thread with nothing sent,
+    /// its statement is sent and awaited (the task suspends, no thread waits), and the closure
+    /// runs again with the answer. Any other read, and one that finds no idle connection,
+    /// runs on one of the driver's read threads (Docs/PostgresDriver.md, "Transactions").
+    /// **The closure may run more than once** either way.
     public func read<T: Sendable>(_ body: @escaping @Sendable (any ReadTransaction) throws -> T) async throws -> T {
         guard !closed.load(ordering: .acquiring) else { throw DepotError(.closed, "The PostgreSQL store is closed.") }
-        return try await readers.run { [self] in try self.readBlocking(body) }
+        let deferBegin: Bool
+        switch try await readWithoutThread(body) {
+        case .done(let value): return value
+        case .onThread(let alone): deferBegin = alone
+        }
+        return try await readers.run { [self] in
+            try self.transaction(writable: false, attempts: self.settings.attempts, deferBegin: deferBegin) { tx in try body(tx) }
+        }
+    }
+
+    /// How a read tried without a thread ended (``readWithoutThread(_:)``).
+    enum Settled<T> {
+        /// Its value.
+        case done(T)
+        /// Not settled: run it on a thread, its first statement sent alone if `deferBegin`
+        /// (`false` once it is known to ask for a second one).
+        case onThread(deferBegin: Bool)
+    }
+
+    /// How many reads ran without a thread (``read(_:)``; for tests).
+    var readsWithoutThread: Int { settledWithoutThread.load(ordering: .relaxed) }
+
+    /// Runs a read of one statement without a thread (``read(_:)``, ``FirstStatement``), on
+    /// an idle read connection; `.onThread` when there is none or the closure asks for more.
+    private func readWithoutThread<T>(_ body: (any ReadTransaction) throws -> T) async throws -> Settled<T> {
+        guard let session = pool.takeIdleForRead() else { return .onThread(deferBegin: true) }
+        // As a transaction on a thread starts: statements prepared before a catalog change
+        // retired and closed, and what the connection's last transaction sent without
+        // waiting (a read's COMMIT) answered; a failure there is this read's.
+        let generation = catalogGeneration.load(ordering: .acquiring)
+        if session.catalogGeneration != generation {
+            session.retireAll()
+            session.catalogGeneration = generation
+        }
+        session.closeRetired()
+        do {
+            try await session.drainPendingAsync()
+        } catch let error as DepotError {
+            pool.release(session, broken: PostgresErrors.isConnectionLost(error), waiting: false)
+            throw error
+        }
+        let capture = FirstStatement()
+        let probe = PostgresTransaction(driver: self, session: session, writable: false, begin: nil, deferredBegin: true, capture: capture)
+        let early: Result<T, any Error>
+        do { early = .success(try body(probe)) } catch { early = .failure(error) }
+        probe.isOpen = false
+        guard let statement = capture.statement, !capture.refused else {
+            pool.release(session)
+            // Asked for nothing: the closure's outcome stands, as it would on a thread.
+            if capture.refused { return .onThread(deferBegin: true) }
+            settledWithoutThread.add(1, ordering: .relaxed)
+            return .done(try early.get())
+        }
+        do {
+            capture.answer = .success(try await session.runPreparedAsync(statement))
+        } catch {
+            capture.answer = .failure(PostgresErrors.map(error))
+        }
+        let tx = PostgresTransaction(driver: self, session: session, writable: false, begin: nil, deferredBegin: true, capture: capture)
+        let outcome: Result<T, any Error>
+        do { outcome = .success(try body(tx)) } catch { outcome = .failure(error) }
+        tx.isOpen = false
+        let lost = tx.connectionLost
+        pool.release(session, broken: lost, waiting: false)
+        if capture.refused || tx.needsBegin || !capture.answered {
+            // A second statement, or not the first run's: run it on a thread, inside BEGIN.
+            return .onThread(deferBegin: false)
+        }
+        if tx.retryable != nil, !lost {
+            // A catalog another process changed: as ``transaction(writable:attempts:deferBegin:_:)``
+            // does, forget the catalog and run it again, there.
+            metaCache.withLock { $0.removeAll() }
+            catalogGeneration.add(1, ordering: .releasing)
+            return .onThread(deferBegin: true)
+        }
+        settledWithoutThread.add(1, ordering: .relaxed)
+        return .done(try outcome.get())
     }
 
     /// Runs `body` on the driver's write thread (``writeBlocking(_:)``; the closure may run

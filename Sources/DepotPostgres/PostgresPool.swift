@@ -48,14 +48,72 @@ final class PGSession: @unchecked Sendable {
     /// serializable as a write transaction (``PGPool``).
     let serializableDefault: Bool
 
-    init(connection: PostgresConnection, logger: Logger, count: StatementCount, serializableDefault: Bool) {
+    /// The pool's watch over answers awaited without a thread (``answer(_:)``).
+    private let watch: AnswerWatch
+
+    init(connection: PostgresConnection, logger: Logger, count: StatementCount, serializableDefault: Bool, watch: AnswerWatch) {
         self.connection = connection
         self.logger = logger
         self.count = count
         self.serializableDefault = serializableDefault
+        self.watch = watch
     }
 
     var isClosed: Bool { connection.isClosed }
+
+    /// Waits like ``drainPending()``, suspending the calling task instead of blocking its
+    /// thread.
+    /// - Throws: the first failure among them, mapped (``PostgresErrors``).
+    func drainPendingAsync() async throws {
+        guard !pending.isEmpty else { return }
+        let futures = pending
+        pending.removeAll()
+        var first: (any Error)?
+        for future in futures {
+            do { _ = try await answer(future) } catch { if first == nil { first = error } }
+        }
+        if let first { throw PostgresErrors.map(first) }
+    }
+
+    /// Runs a statement like ``runPrepared(_:)``, suspending the calling task instead of
+    /// blocking its thread (a read's one statement sent from an async caller,
+    /// ``PostgresDriver/read(_:)``), on a connection with nothing outstanding
+    /// (``drainPendingAsync()``). A statement that fails is retired; one evicted from the
+    /// cache to make room is closed before the connection's next transaction.
+    /// - Throws: the driver's mapping of the server's error (``PostgresErrors``),
+    ///   ``answerLost`` when the connection closed before answering.
+    func runPreparedAsync(_ statement: BoundStatement) async throws -> [PostgresRow] {
+        count.add()
+        do {
+            guard statement.preparable else { return try await answer(connection.query(statement.query, logger: logger)).rows }
+            uses += 1
+            let query: PreparedQuery
+            if let entry = statements[statement.sql] {
+                statements[statement.sql] = (entry.query, uses)
+                query = entry.query
+            } else {
+                if statements.count >= PGSession.statementLimit,
+                    let oldest = statements.min(by: { $0.value.used < $1.value.used })
+                {
+                    statements[oldest.key] = nil
+                    retired.append(oldest.value.query)
+                }
+                count.add()
+                query = try await answer(connection.prepare(query: statement.sql))
+                statements[statement.sql] = (query, uses)
+            }
+            return try await answer(query.execute(statement.values))
+        } catch {
+            retire(statement.sql)
+            throw PostgresErrors.map(error)
+        }
+    }
+
+    /// Waits for `future` without a thread, failing with ``answerLost`` when the connection
+    /// closes without answering (the watch looks every 100 ms, as ``wait(_:)`` does).
+    private func answer<Value: Sendable>(_ future: EventLoopFuture<Value>) async throws -> Value {
+        try await watch.answer(future, on: self)
+    }
 
     /// Sends a statement without waiting; its failure surfaces at the next ``run(_:)``.
     func send(_ sql: String) { send(PostgresQuery(unsafeSQL: sql)) }
@@ -357,6 +415,8 @@ final class PGPool: @unchecked Sendable {
     let logger: Logger
     /// Statements sent by every connection of the pool (for tests).
     let statementCount = StatementCount()
+    /// Answers awaited without a thread on the pool's connections.
+    let watch = AnswerWatch()
 
     init(settings: PostgresSettings) throws {
         self.settings = settings
@@ -418,7 +478,7 @@ final class PGPool: @unchecked Sendable {
             let connection = try PostgresConnection.connect(
                 on: MultiThreadedEventLoopGroup.singleton.any(), configuration: forWrites ? writeConfiguration : configuration, id: id, logger: logger
             ).wait()
-            return PGSession(connection: connection, logger: logger, count: statementCount, serializableDefault: forWrites)
+            return PGSession(connection: connection, logger: logger, count: statementCount, serializableDefault: forWrites, watch: watch)
         } catch {
             condition.lock()
             open -= 1
@@ -426,6 +486,15 @@ final class PGPool: @unchecked Sendable {
             condition.unlock()
             throw PostgresErrors.map(error)
         }
+    }
+
+    /// An idle connection of the server's default isolation (a read's), or `nil` when none
+    /// is idle: never waits and never opens one (``PostgresDriver/read(_:)``).
+    func takeIdleForRead() -> PGSession? {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !closed else { return nil }
+        return popIdle(&idle)
     }
 
     /// The last open connection of `list`, dropping closed ones; called with `condition` locked.
@@ -447,14 +516,16 @@ final class PGPool: @unchecked Sendable {
         }
     }
 
-    /// Gives a connection back; `broken` (or a closed connection) closes it instead.
-    func release(_ session: PGSession, broken: Bool = false) {
+    /// Gives a connection back; `broken` (or a closed connection) closes it instead, and
+    /// waits for the close unless `waiting` is `false` (a caller that may not block).
+    func release(_ session: PGSession, broken: Bool = false, waiting: Bool = true) {
         condition.lock()
         if broken || closed || session.isClosed {
             open -= 1
             condition.signal()
             condition.unlock()
-            _ = try? session.connection.close().wait()  // a broken connection may fail to close cleanly
+            let closing: EventLoopFuture<Void> = session.connection.close()
+            if waiting { _ = try? closing.wait() }  // a broken connection may fail to close cleanly
             return
         }
         if session.serializableDefault { idleForWrites.append(session) } else { idle.append(session) }
@@ -474,5 +545,64 @@ final class PGPool: @unchecked Sendable {
         condition.broadcast()
         condition.unlock()
         for session in sessions { _ = try? session.connection.close().wait() }  // closing: nothing to report to
+    }
+}
+
+/// Answers awaited without a thread (``PGSession/runPreparedAsync(_:)``), looked at every
+/// 100 ms while any is awaited: one whose connection closed without answering fails with
+/// ``PGSession/answerLost``, as a blocking wait does (``PGSession``'s `wait`), since a server
+/// stopped with `pg_ctl stop -m immediate` can close a connection without failing the
+/// statement in flight.
+final class AnswerWatch: Sendable {
+    private struct Awaited {
+        let session: PGSession
+        let fail: @Sendable () -> Void
+    }
+
+    private struct State {
+        var awaited: [Int: Awaited] = [:]
+        var next = 0
+        var watching = false
+    }
+
+    private let state = Mutex(State())
+
+    /// `future`'s value, awaited; fails when `session`'s connection closes first.
+    func answer<Value: Sendable>(_ future: EventLoopFuture<Value>, on session: PGSession) async throws -> Value {
+        let promise = future.eventLoop.makePromise(of: Value.self)
+        future.cascade(to: promise)
+        let (key, start) = state.withLock { state -> (Int, Bool) in
+            let key = state.next
+            state.next &+= 1
+            // A promise completed twice keeps its first value: failing one that was answered meanwhile does nothing.
+            state.awaited[key] = Awaited(session: session, fail: { promise.fail(PGSession.answerLost) })
+            let start = !state.watching
+            state.watching = true
+            return (key, start)
+        }
+        if start { Task.detached { [self] in await self.watch() } }
+        defer { _ = state.withLock { $0.awaited.removeValue(forKey: key) } }
+        return try await promise.futureResult.get()
+    }
+
+    /// Looks every 100 ms until nothing is awaited.
+    private func watch() async {
+        while true {
+            do {
+                try await Task.sleep(for: .milliseconds(100))
+            } catch {
+                state.withLock { $0.watching = false }  // cancelled: the next answer awaited starts a new watch
+                return
+            }
+            let lost: [Awaited]? = state.withLock { state in
+                if state.awaited.isEmpty {
+                    state.watching = false
+                    return nil
+                }
+                return state.awaited.values.filter { $0.session.isClosed }
+            }
+            guard let lost else { return }
+            for awaited in lost { awaited.fail() }
+        }
     }
 }

@@ -59,14 +59,20 @@ final class PostgresTransaction: WriteTransaction {
     private var schemaName: String { PostgresSQL.quote(driver.settings.schema) }
     private var catalog: String { schemaName + "." + PostgresSQL.quote(PostgresSQL.catalogTable) }
 
+    /// Set for a read run from an async caller without a thread (``FirstStatement``): its
+    /// statements are not sent but taken from, or given to, the capture.
+    let capture: FirstStatement?
+
     /// A transaction on `session`; it sends `begin` before its first statement (none for a
-    /// ``deferredBegin`` read).
-    init(driver: PostgresDriver, session: PGSession, writable: Bool, begin: String?, deferredBegin: Bool = false) {
+    /// ``deferredBegin`` read). With `capture`, a ``deferredBegin`` read sends nothing
+    /// (``FirstStatement``).
+    init(driver: PostgresDriver, session: PGSession, writable: Bool, begin: String?, deferredBegin: Bool = false, capture: FirstStatement? = nil) {
         self.driver = driver
         self.session = session
         self.writable = writable
         self.deferredBegin = deferredBegin && !writable
         self.beginSQL = self.deferredBegin ? nil : begin
+        self.capture = self.deferredBegin ? capture : nil
     }
 
     private func table(_ name: CollectionName) -> String { schemaName + "." + PostgresSQL.quote(name.rawValue) }
@@ -103,6 +109,7 @@ final class PostgresTransaction: WriteTransaction {
     @discardableResult
     func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
         try admit()
+        if let capture { throw capture.refuse() }
         do {
             return try session.run(query)
         } catch let error as DepotError {
@@ -119,6 +126,7 @@ final class PostgresTransaction: WriteTransaction {
     @discardableResult
     private func run(_ statement: BoundStatement) throws -> [PostgresRow] {
         try admit()
+        if let capture { return try answered(statement, capture) }
         do {
             return try session.runPrepared(statement)
         } catch let error as DepotError {
@@ -128,9 +136,19 @@ final class PostgresTransaction: WriteTransaction {
     }
 
     /// Runs a statement through ``PGSession/streamPrepared(_:_:)``, `body` called with each
-    /// row as it arrives, noting failures like ``run(_:)``.
-    private func stream(_ statement: BoundStatement, _ body: (PostgresRow) throws -> Bool) throws {
+    /// row as it arrives, noting failures like ``run(_:)``. A statement whose answer is
+    /// `small` (a few rows: a query with a low limit) may be answered whole instead, to a
+    /// read without a thread (``FirstStatement``); any other one makes that read run on a
+    /// thread, where rows become records while the rest are still arriving.
+    private func stream(_ statement: BoundStatement, small: Bool = false, _ body: (PostgresRow) throws -> Bool) throws {
         try admit()
+        if let capture {
+            guard small else { throw capture.refuse() }
+            for row in try answered(statement, capture) {
+                guard try body(row) else { break }
+            }
+            return
+        }
         do {
             try session.streamPrepared(statement, body)
         } catch let error as DepotError {
@@ -146,6 +164,17 @@ final class PostgresTransaction: WriteTransaction {
         changedCatalog = true
         session.retireAll()
         try run(sql)
+    }
+
+    /// The answer to `statement` from `capture` (``FirstStatement/rows(for:)``), its failure
+    /// noted like that of a statement sent.
+    private func answered(_ statement: BoundStatement, _ capture: FirstStatement) throws -> [PostgresRow] {
+        do {
+            return try capture.rows(for: statement)
+        } catch let error as DepotError {
+            note(error)
+            throw error
+        }
     }
 
     private func note(_ error: DepotError) {
@@ -290,7 +319,8 @@ final class PostgresTransaction: WriteTransaction {
         let tail = translator.tail(query)
         // Rows become records while the rest of the answer is still arriving.
         var rows = PostgresRowDecoder(idKind: meta.idKind, collection: collection)
-        try stream(translator.sql.statement("SELECT * FROM \(table(collection))" + tail)) { row in
+        let small = query.limit.map { $0 <= FirstStatement.smallAnswer } ?? false
+        try stream(translator.sql.statement("SELECT * FROM \(table(collection))" + tail), small: small) { row in
             try body(try rows.record(row))
         }
     }
@@ -749,5 +779,54 @@ final class PostgresTransaction: WriteTransaction {
         let id = RecordID.int(highest + 1)
         try write(Record(id: id, fields: fields), as: .insert, into: collection)
         return id
+    }
+}
+
+/// A read run from an async caller without taking one of the driver's threads
+/// (``PostgresDriver/read(_:)``; Docs/PostgresDriver.md, "Transactions"): the closure runs
+/// once on the caller's thread with nothing sent, to learn its first statement; that
+/// statement is sent and its answer awaited without blocking a thread; then the closure runs
+/// again and is given the answer. A closure that asks for anything else (a second statement,
+/// a statement whose answer may be large, one sent as text) is run on a thread as before.
+final class FirstStatement {
+    /// Thrown inside the closure when its statement is not sent now; whatever the closure
+    /// makes of it is discarded.
+    struct NotSent: Error {}
+
+    /// The most rows a query's limit may ask for and still be answered whole (``PostgresTransaction``'s `stream`).
+    static let smallAnswer = 1000
+
+    /// The closure's first statement, once the first run asked for it.
+    private(set) var statement: BoundStatement?
+    /// The answer to ``statement``, once sent.
+    var answer: Result<[PostgresRow], DepotError>?
+    /// Set when the run given the answer asked for it.
+    private(set) var answered = false
+    /// Set when the closure asked for something this way cannot give.
+    private(set) var refused = false
+
+    /// The rows of `statement`: the answer, in the run that has it and asks for the statement
+    /// the first run asked for; otherwise nothing is sent and ``NotSent`` is thrown.
+    func rows(for statement: BoundStatement) throws -> [PostgresRow] {
+        if let answer {
+            guard !answered, let first = self.statement, Self.same(first, statement) else { throw refuse() }
+            answered = true
+            return try answer.get()
+        }
+        guard self.statement == nil else { throw refuse() }
+        self.statement = statement
+        throw NotSent()
+    }
+
+    /// Notes that the closure asked for something this way cannot give; the error to throw.
+    func refuse() -> NotSent {
+        refused = true
+        return NotSent()
+    }
+
+    /// Whether two statements are the same text with the same values.
+    static func same(_ a: BoundStatement, _ b: BoundStatement) -> Bool {
+        guard a.sql == b.sql, a.preparable == b.preparable, a.values.count == b.values.count else { return false }
+        return zip(a.values, b.values).allSatisfy { $0.type == $1.type && $0.formatCode == $1.formatCode && $0.typeModifier == $1.typeModifier && $0.value == $1.value }
     }
 }

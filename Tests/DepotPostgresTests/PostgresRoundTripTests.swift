@@ -22,15 +22,18 @@ import Testing
         let before = reader.statementsSent
         #expect(try await reader.read { tx in try tx.get(1, from: items) } == Record(id: 1, fields: ["v": 0]))
         #expect(reader.statementsSent - before == 1)
-        // Two statements: the first run stops at the second; the run that counts sends
-        // BEGIN, both reads and COMMIT.
+        // Two statements. The first run (on the caller's thread) sends nothing and learns the
+        // first statement, which is sent; the second run gets its answer and stops at the
+        // second statement; the run that counts, on a thread, sends BEGIN, both reads and
+        // COMMIT (Docs/PostgresDriver.md, "Reads without a thread").
         let beforePair = reader.statementsSent
         let runs = Atomic<Int>(0)
         let pair = try await reader.read { tx -> [Record?] in
             let run = runs.add(1, ordering: .relaxed).newValue
             let first = try tx.get(1, from: items)
-            if run == 1 {
-                // Another driver commits between the two statements of the first run.
+            if run == 2 {
+                // Another driver commits between the two statements of the run that got the
+                // first answer.
                 try writer.writeBlocking { w in
                     try w.update(Record(id: 1, fields: ["v": 1]), in: items)
                     try w.update(Record(id: 2, fields: ["v": 1]), in: items)
@@ -38,7 +41,7 @@ import Testing
             }
             return [first, try tx.get(2, from: items)]
         }
-        #expect(runs.load(ordering: .relaxed) == 2)
+        #expect(runs.load(ordering: .relaxed) == 3)
         #expect(pair == [Record(id: 1, fields: ["v": 1]), Record(id: 2, fields: ["v": 1])])
         #expect(reader.statementsSent - beforePair == 5)
         // A closure that catches the second statement's error and returns anyway: that value
