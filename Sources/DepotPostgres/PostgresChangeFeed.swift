@@ -9,6 +9,10 @@ import Synchronization
 /// `pg_notify` inside the transaction (so only commits are heard), and every store on the
 /// same schema listens on one dedicated connection and publishes what other drivers
 /// committed to ``Store/changes()`` and the store's read caches.
+///
+/// A listening driver registers in the schema's listeners table, and a write notifies only
+/// when a driver other than its own is registered (``heardElsewhere(_:)``): a store that is
+/// the only one on its schema does not pay for hearing, and throwing away, its own writes.
 final class PostgresChangeFeed: @unchecked Sendable {
     // @unchecked: `stores` and `task` are guarded by `lock`; the rest is immutable.
     /// This driver's mark in its notifications, so that it ignores its own.
@@ -21,6 +25,8 @@ final class PostgresChangeFeed: @unchecked Sendable {
     private var task: Task<Void, Never>?
     /// Set once the first LISTEN has succeeded (tests wait for it).
     let listening = Atomic<Bool>(false)
+    /// Depot notifications heard, this driver's own included (for tests).
+    let heard = Atomic<Int>(0)
 
     struct WeakStore {
         weak var store: Store?
@@ -29,8 +35,12 @@ final class PostgresChangeFeed: @unchecked Sendable {
     /// The most bytes of one notification's payload (the server's limit is 8000).
     static let payloadLimit = 7000
 
+    /// The listeners table, schema-qualified and quoted.
+    private let listeners: String
+
     init(pool: PGPool, schema: String) {
         self.pool = pool
+        listeners = PostgresSQL.quote(schema) + "." + PostgresSQL.quote(PostgresSQL.listenersTable)
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in schema.utf8 {
             hash ^= UInt64(byte)
@@ -64,12 +74,21 @@ final class PostgresChangeFeed: @unchecked Sendable {
                     self?.deliver(message.payload)
                 }
                 _ = try await connection.query(PostgresQuery(unsafeSQL: "LISTEN " + PostgresSQL.quote(channel)), logger: pool.logger).get()
+                // Registered after LISTEN: a write that sees the registration is heard. Rows
+                // of listeners whose server session is gone (a process killed) are dropped.
+                _ = try await connection.query(PostgresQuery(unsafeSQL: "DELETE FROM \(listeners) WHERE pid NOT IN (SELECT pid FROM pg_stat_activity WHERE pid IS NOT NULL)"), logger: pool.logger).get()
+                _ = try await connection.query(register, logger: pool.logger).get()
                 listening.store(true, ordering: .releasing)
+                let unregister = self.unregister
                 await withTaskCancellationHandler {
                     _ = try? await connection.closeFuture.get()  // ends when the connection does, whatever the reason
                 } onCancel: {
                     context.stop()
-                    connection.close().whenComplete { _ in }  // cancelled: nobody waits for the close
+                    // Cancelled: nobody waits. A row left behind (the close came first) only
+                    // makes writers notify until the next listener to start drops it.
+                    connection.query(unregister, logger: pool.logger).whenComplete { _ in
+                        connection.close().whenComplete { _ in }
+                    }
                 }
             } catch {
                 // The server is away: try again shortly (notifications sent meanwhile are lost;
@@ -80,11 +99,32 @@ final class PostgresChangeFeed: @unchecked Sendable {
         }
     }
 
+    /// Registers this driver's listener under its server session's pid.
+    private var register: PostgresQuery {
+        var query = PostgresQuery(unsafeSQL: "INSERT INTO \(listeners) (origin, pid) VALUES ($1, pg_backend_pid()) ON CONFLICT (origin) DO UPDATE SET pid = EXCLUDED.pid, since = now()")
+        query.binds.append(origin)
+        return query
+    }
+
+    /// Removes this driver's registration.
+    private var unregister: PostgresQuery {
+        var query = PostgresQuery(unsafeSQL: "DELETE FROM \(listeners) WHERE origin = $1")
+        query.binds.append(origin)
+        return query
+    }
+
+    /// The SQL condition under which a write notifies: a listener other than this driver's
+    /// is registered (`origin` bound through `sql`). Evaluated once per statement.
+    func heardElsewhere(_ sql: SQLBuilder) -> String {
+        "EXISTS (SELECT 1 FROM \(listeners) WHERE origin <> \(sql.text(origin)))"
+    }
+
     private func deliver(_ payload: String) {
         guard let value = try? JSONText.parse(payload),  // not Depot's: another program on the channel
-            case .object(let object) = value, case .string(let from)? = object["o"], from != origin,
-            case .array(let items)? = object["c"]
+            case .object(let object) = value, case .string(let from)? = object["o"]
         else { return }
+        heard.add(1, ordering: .relaxed)
+        guard from != origin, case .array(let items)? = object["c"] else { return }
         var events: [ChangeEvent] = []
         for item in items {
             guard case .array(let parts) = item, parts.count == 3, case .string(let collection) = parts[0], case .string(let kind) = parts[1],

@@ -129,6 +129,10 @@ public final class PostgresDriver: StorageDriver {
                     CREATE TABLE IF NOT EXISTS \(catalog) (name text COLLATE "C" PRIMARY KEY, id_kind text NOT NULL, \
                     definition text NOT NULL, high_water bigint NOT NULL DEFAULT 0)
                     """)
+                try session.run("""
+                    CREATE TABLE IF NOT EXISTS \(schema).\(PostgresSQL.quote(PostgresSQL.listenersTable)) \
+                    (origin text COLLATE "C" PRIMARY KEY, pid integer NOT NULL, since timestamptz NOT NULL DEFAULT now())
+                    """)
                 try session.run("COMMIT")
                 pool.release(session)
                 return

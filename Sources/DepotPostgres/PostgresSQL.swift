@@ -9,6 +9,9 @@ enum PostgresSQL {
     static let doublesColumn = "_depotsys_doubles"
     /// Depot's catalog of collections, in the store's schema.
     static let catalogTable = "_depotsys_collections"
+    /// The drivers listening for other drivers' changes, in the store's schema
+    /// (``PostgresChangeFeed``).
+    static let listenersTable = "_depotsys_listeners"
 
     /// `true` for `[A-Za-z_][A-Za-z0-9_]{0,62}`: what every name the driver puts in SQL is
     /// (collection and field names are validated to a subset of this by DepotCore).

@@ -332,7 +332,7 @@ final class PostgresTransaction: WriteTransaction {
         // Sent without waiting: COMMIT, which follows, waits for them.
         for payload in feed.payloads(Array(events[announced...])) {
             let sql = SQLBuilder()
-            try session.sendPrepared(sql.statement("SELECT pg_notify(\(sql.text(feed.channel)), \(sql.text(payload)))"))
+            try session.sendPrepared(sql.statement("SELECT pg_notify(\(sql.text(feed.channel)), \(sql.text(payload))) WHERE \(feed.heardElsewhere(sql))"))
         }
     }
 
@@ -503,7 +503,7 @@ final class PostgresTransaction: WriteTransaction {
             guard let inserted = payload(.inserted), let updated = payload(.updated) else { return nil }
             chosen = "CASE WHEN w.r THEN \(sql.text(inserted)) ELSE \(sql.text(updated)) END"
         }
-        return "WITH w(r) AS (\(statement)) SELECT w.r, pg_notify(\(sql.text(feed.channel)), \(chosen)) FROM w"
+        return "WITH w(r) AS (\(statement)) SELECT w.r, CASE WHEN \(feed.heardElsewhere(sql)) THEN pg_notify(\(sql.text(feed.channel)), \(chosen)) END FROM w"
     }
 
     private func writeRecord(_ record: Record, as mode: RecordWriteMode, into collection: CollectionName) throws -> WriteOutcome {
