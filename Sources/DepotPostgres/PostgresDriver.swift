@@ -237,7 +237,7 @@ public final class PostgresDriver: StorageDriver {
         do { early = .success(try body(probe)) } catch { early = .failure(error) }
         probe.isOpen = false
         guard let statement = capture.statement, !capture.refused else {
-            pool.release(session)
+            pool.release(session, waiting: false)
             // Asked for nothing: the closure's outcome stands, as it would on a thread.
             if capture.refused { return .onThread(deferBegin: true) }
             settledWithoutThread.add(1, ordering: .relaxed)
