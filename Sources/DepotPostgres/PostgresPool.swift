@@ -565,7 +565,7 @@ final class AnswerWatch: Sendable {
         var watching = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// `future`'s value, awaited; fails when `session`'s connection closes first.
     func answer<Value: Sendable>(_ future: EventLoopFuture<Value>, on session: PGSession) async throws -> Value {
