@@ -86,18 +86,11 @@ final class PGSession: @unchecked Sendable {
         count.add()
         do {
             guard statement.preparable else { return try await answer(connection.query(statement.query, logger: logger)).rows }
-            uses += 1
             let query: PreparedQuery
-            if let entry = statements[statement.sql] {
-                statements[statement.sql] = (entry.query, uses)
-                query = entry.query
+            if let cached = cachedStatement(statement.sql) {
+                query = cached
             } else {
-                if statements.count >= PGSession.statementLimit,
-                    let oldest = statements.min(by: { $0.value.used < $1.value.used })
-                {
-                    statements[oldest.key] = nil
-                    retired.append(oldest.value.query)
-                }
+                makeRoomForStatement()
                 count.add()
                 query = try await answer(connection.prepare(query: statement.sql))
                 statements[statement.sql] = (query, uses)
@@ -236,21 +229,31 @@ final class PGSession: @unchecked Sendable {
     /// The connection's prepared statement for `statement`, prepared now (and waited for)
     /// when it is new to the connection; the least recently used one is retired to make room.
     private func prepared(_ statement: BoundStatement) throws -> PreparedQuery {
-        uses += 1
-        if let entry = statements[statement.sql] {
-            statements[statement.sql] = (entry.query, uses)
-            return entry.query
-        }
-        if statements.count >= PGSession.statementLimit,
-            let oldest = statements.min(by: { $0.value.used < $1.value.used })
-        {
-            statements[oldest.key] = nil
-            retired.append(oldest.value.query)
-        }
+        if let cached = cachedStatement(statement.sql) { return cached }
+        makeRoomForStatement()
         count.add()
         let prepared = try wait(connection.prepare(query: statement.sql))
         statements[statement.sql] = (prepared, uses)
         return prepared
+    }
+
+    /// The statement prepared for `sql` on this connection, marked as just used; `nil` when
+    /// it must be prepared (``makeRoomForStatement()`` first, then stored with ``uses``).
+    private func cachedStatement(_ sql: String) -> PreparedQuery? {
+        uses += 1
+        guard let entry = statements[sql] else { return nil }
+        statements[sql] = (entry.query, uses)
+        return entry.query
+    }
+
+    /// Retires the least recently used statement when the cache is full
+    /// (``PGSession/statementLimit``), so that one more can be prepared.
+    private func makeRoomForStatement() {
+        guard statements.count >= PGSession.statementLimit,
+            let oldest = statements.min(by: { $0.value.used < $1.value.used })
+        else { return }
+        statements[oldest.key] = nil
+        retired.append(oldest.value.query)
     }
 
     /// Takes one statement out of the cache; it is closed when the next transaction begins.
