@@ -7,6 +7,20 @@ struct CollectionMeta: Sendable {
     /// The field columns the table has (not `id`, not the doubles column).
     var columns: Set<String>
     var schema: CollectionSchema
+    /// The table's identity and column count as the server reported them together with
+    /// ``columns``; `nil` when this process made or changed the table since it last read
+    /// them. A full-record write's column check compares it (Docs/PostgresDriver.md,
+    /// "Catalog cache").
+    var shape: TableShape? = nil
+}
+
+/// A table's OID and `pg_class.relnatts` (its columns ever added, dropped ones included),
+/// read with its column names: as long as both are unchanged, no column was added, and
+/// one dropped since makes any statement naming it fail with undefined_column (retried
+/// with the catalog read anew).
+struct TableShape: Sendable, Equatable {
+    var oid: Int64
+    var natts: Int64
 }
 
 /// Translates Depot filters and sorts into PostgreSQL with exactly the semantics of

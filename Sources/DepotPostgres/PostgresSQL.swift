@@ -164,9 +164,19 @@ extension PostgresCell {
 extension PostgresRow {
     /// Column `index` read as binary (``PostgresCell/binary(_:)``).
     func binary<T: PostgresDecodable>(_ index: Int, as type: T.Type) throws -> T {
+        try cell(index).binary(type)
+    }
+
+    /// Column `index` read as binary, `nil` for `NULL`.
+    func binaryUnlessNull<T: PostgresDecodable>(_ index: Int, as type: T.Type) throws -> T? {
+        let cell = try cell(index)
+        return cell.bytes == nil ? nil : try cell.binary(type)
+    }
+
+    private func cell(_ index: Int) throws -> PostgresCell {
         var cells = makeIterator()
         for _ in 0..<index { _ = cells.next() }
         guard let cell = cells.next() else { throw DepotError(.internal, "A PostgreSQL row has no column \(index).") }
-        return try cell.binary(type)
+        return cell
     }
 }

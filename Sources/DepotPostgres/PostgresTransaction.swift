@@ -209,6 +209,12 @@ final class PostgresTransaction: WriteTransaction {
         if let entry = changed[name] { return entry }
         if let entry = loaded[name] { return entry }
         if !fresh, let cached = driver.cachedMeta(name) { return cached }
+        return try reloadMeta(name)
+    }
+
+    /// The collection's catalog entry read from the server now, whatever this transaction
+    /// read before, and kept for the rest of it and in the driver's cache.
+    private func reloadMeta(_ name: CollectionName) throws -> CollectionMeta? {
         let meta = try loadMeta(name)
         if let meta {
             loaded[name] = meta
@@ -221,13 +227,18 @@ final class PostgresTransaction: WriteTransaction {
         let sql = SQLBuilder()
         let nameBind = sql.text(name.rawValue)
         let regclass = sql.text(table(name))
+        // The names and the column count come from one scan of pg_attribute, so they agree;
+        // the count is relnatts (attnums run from 1 to it, dropped columns included).
         let result = try run(sql.statement("""
-            SELECT c.id_kind, c.definition, ARRAY(SELECT a.attname::text FROM pg_attribute a \
-            WHERE a.attrelid = to_regclass(\(regclass)) AND a.attnum > 0 AND NOT a.attisdropped) \
-            FROM \(catalog) c WHERE c.name = \(nameBind)
+            SELECT c.id_kind, c.definition, COALESCE(a.names, '{}'), r.oid::bigint, a.natts \
+            FROM \(catalog) c CROSS JOIN (SELECT to_regclass(\(regclass)) AS oid) r \
+            LEFT JOIN LATERAL (SELECT array_agg(x.attname::text) FILTER (WHERE NOT x.attisdropped) AS names, max(x.attnum)::bigint AS natts \
+            FROM pg_attribute x WHERE x.attrelid = r.oid AND x.attnum > 0) a ON true \
+            WHERE c.name = \(nameBind)
             """))
         guard let row = result.first else { return nil }
         let (kindText, definition, columns) = (try row.binary(0, as: String.self), try row.binary(1, as: String.self), try row.binary(2, as: [String].self))
+        let (oid, natts) = (try row.binaryUnlessNull(3, as: Int64.self), try row.binaryUnlessNull(4, as: Int64.self))
         guard let kind = IDKind(rawValue: kindText) else { throw DepotError(.corrupted, "The catalog entry of \(name) has an unknown id kind.") }
         let stored: StoredDefinition
         do { stored = try JSONDecoder().decode(StoredDefinition.self, from: Data(definition.utf8)) } catch {
@@ -236,7 +247,8 @@ final class PostgresTransaction: WriteTransaction {
         let fields = Set(columns).subtracting(["id", PostgresSQL.doublesColumn])
         return CollectionMeta(
             idKind: kind, columns: fields,
-            schema: CollectionSchema(name: name, idKind: kind, uniqueConstraints: stored.unique, indexes: stored.indexes)
+            schema: CollectionSchema(name: name, idKind: kind, uniqueConstraints: stored.unique, indexes: stored.indexes),
+            shape: oid.flatMap { oid in natts.map { TableShape(oid: oid, natts: $0) } }
         )
     }
 
@@ -280,6 +292,7 @@ final class PostgresTransaction: WriteTransaction {
         let clauses = missing.map { "ADD COLUMN IF NOT EXISTS \(PostgresSQL.quote($0)) bytea" }
         try runChangingCatalog("ALTER TABLE \(table(name)) " + clauses.joined(separator: ", "))
         meta.columns.formUnion(missing)
+        meta.shape = nil  // IF NOT EXISTS: how many were added is not known here
         changed[name] = meta
     }
 
@@ -523,12 +536,21 @@ final class PostgresTransaction: WriteTransaction {
     /// entry lists, and does nothing otherwise (another process added one); then the entry
     /// is read again and the write runs once more.
     private func write(_ record: Record, as mode: RecordWriteMode, meta: inout CollectionMeta, into collection: CollectionName) throws -> WriteOutcome {
+        if mode != .insert, meta.shape == nil, changed[collection] == nil, loaded[collection] == nil, let read = try reloadMeta(collection) {
+            // Made or changed by this process since its shape was read: read it once, so
+            // that this write and the next ones check the cheap way.
+            meta = read
+        }
         if let outcome = try write(record, as: mode, meta: &meta, into: collection, checkingColumns: true) { return outcome }
-        guard var fresh = try self.meta(collection, fresh: true) else {
+        // A table this transaction made or changed is locked against other changes: its
+        // entry is current. Otherwise the check may have failed: read the entry anew.
+        guard var fresh = try changed[collection] ?? reloadMeta(collection) else {
             throw DepotError(.notFound, "No record with id \(record.id) in \(collection).", collection: collection.rawValue, id: record.id)
         }
-        if fresh.columns == meta.columns {
-            if mode == .update { throw DepotError(.notFound, "No record with id \(record.id) in \(collection).", collection: collection.rawValue, id: record.id) }
+        // The same columns (and table, when its shape was checked): the check passed, and
+        // the update found no row.
+        if mode == .update, fresh.columns == meta.columns, meta.shape == nil || fresh.shape == meta.shape {
+            throw DepotError(.notFound, "No record with id \(record.id) in \(collection).", collection: collection.rawValue, id: record.id)
         }
         if let outcome = try write(record, as: mode, meta: &fresh, into: collection, checkingColumns: false) { return outcome }
         throw DepotError(.notFound, "No record with id \(record.id) in \(collection).", collection: collection.rawValue, id: record.id)
@@ -558,11 +580,19 @@ final class PostgresTransaction: WriteTransaction {
         let doublesBind = sql.optionalText(ValueKey.doublesText(forms))
         let doubles = PostgresSQL.quote(PostgresSQL.doublesColumn)
         let t = table(collection)
-        // The table has the id, the doubles column and the field columns the entry lists.
+        // The table has the id, the doubles column and the field columns the entry lists:
+        // the same table with the same relnatts as when they were read together (an index
+        // lookup in pg_class), else, when this transaction made or changed it, exactly that
+        // many live columns (a scan of its pg_attribute rows, 2-3 times the server's time).
         // Bound only by the statements that use it (an insert never does).
-        let columnCheck = mode != .insert && checkingColumns
-            ? " AND (SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass(\(sql.text(t))) AND attnum > 0 AND NOT attisdropped) = \(sql.int(Int64(meta.columns.count + 2)))"
-            : ""
+        let columnCheck: String
+        if mode == .insert || !checkingColumns {
+            columnCheck = ""
+        } else if let shape = meta.shape {
+            columnCheck = " AND (SELECT relnatts FROM pg_class WHERE oid = \(sql.int(shape.oid))::oid) = \(sql.int(shape.natts))"
+        } else {
+            columnCheck = " AND (SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass(\(sql.text(t))) AND attnum > 0 AND NOT attisdropped) = \(sql.int(Int64(meta.columns.count + 2)))"
+        }
         let statement: String
         switch mode {
         case .insert:

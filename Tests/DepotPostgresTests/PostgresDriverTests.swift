@@ -1,7 +1,8 @@
 import DepotConformance
 import DepotCore
-import DepotPostgres
+@testable import DepotPostgres
 import Foundation
+import PostgresNIO
 import Testing
 
 /// What the conformance suite cannot see: two drivers on one schema (as two processes
@@ -61,6 +62,58 @@ import Testing
         try await a.write { tx in try tx.save(Record(id: 1, fields: ["n": 5]), into: items) }
         #expect(try await b.read { tx in try tx.get(1, from: items) } == Record(id: 1, fields: ["n": 5]))
         try await a.close()
+        try await b.close()
+    }
+
+    /// A full-record write checks that the table still has the columns the catalog entry
+    /// lists by the table's OID and column count (Docs/PostgresDriver.md, "Catalog cache"): one
+    /// statement when nothing changed, the field a record lacks cleared when another driver
+    /// added its column, and a column another program dropped taken out of the entry.
+    @Test func fullWritesCheckColumnsByTheTablesShape() async throws {
+        let settings = try PostgresTestServer.settings(for: "shape-\(UUID().uuidString)")
+        let a = try await PostgresDriver(settings: settings), b = try await PostgresDriver(settings: settings)
+        let store = try await Store(driver: a)
+        let items = try CollectionName("items")
+        let aItems = try store.collection("items")
+        try await aItems.insert(Record(id: 1, fields: ["n": 1, "m": 1]))
+        #expect(a.cachedMeta(items)?.shape == nil, "a made the table: its shape is not read yet")
+        // The first full write reads it once (and prepares the statements); each of the next
+        // ones is one statement (sent alone: Docs/PostgresDriver.md, "Transactions").
+        try await aItems.update(Record(id: 1, fields: ["n": 2, "m": 2]))
+        try await aItems.save(Record(id: 1, fields: ["n": 2, "m": 2]))
+        #expect(a.cachedMeta(items)?.shape != nil)
+        var before = a.statementsSent
+        try await aItems.update(Record(id: 1, fields: ["n": 3, "m": 3]))
+        try await aItems.save(Record(id: 1, fields: ["n": 4, "m": 4]))
+        #expect(a.statementsSent - before == 2)
+        // b adds a column a's entry does not list: a's check fails, and its update clears it.
+        try await b.write { tx in try tx.update(Record(id: 1, fields: ["n": 5, "extra": "x"]), in: items) }
+        try await aItems.update(Record(id: 1, fields: ["n": 6]))
+        #expect(try await b.read { tx in try tx.get(1, from: items) } == Record(id: 1, fields: ["n": 6]))
+        try await b.write { tx in try tx.save(Record(id: 1, fields: ["n": 7, "more": true]), into: items) }
+        try await aItems.save(Record(id: 1, fields: ["n": 8]))
+        #expect(try await b.read { tx in try tx.get(1, from: items) } == Record(id: 1, fields: ["n": 8]))
+        // Another program drops a column a's entry lists: the column count stays (dropped
+        // columns count), so the update names the column, fails with undefined_column and
+        // runs again with the entry read anew.
+        let table = PostgresSQL.quote(settings.schema) + "." + PostgresSQL.quote(items.rawValue)
+        try await b.write { tx in
+            guard let tx = tx as? PostgresTransaction else { throw DepotError(.internal, "not PostgreSQL") }
+            try tx.run(PostgresQuery(unsafeSQL: "ALTER TABLE \(table) DROP COLUMN \"m\""))
+        }
+        let retries = a.serializationRetries
+        try await aItems.update(Record(id: 1, fields: ["n": 9]))
+        #expect(a.serializationRetries == retries + 1)
+        #expect(try await b.read { tx in try tx.get(1, from: items) } == Record(id: 1, fields: ["n": 9]))
+        // The entry read anew counts the dropped column in the table's shape: one statement.
+        before = a.statementsSent
+        try await aItems.update(Record(id: 1, fields: ["n": 10]))
+        #expect(a.statementsSent - before == 1)
+        // The field comes back in a new column; the shape is read once more.
+        try await aItems.update(Record(id: 1, fields: ["n": 11, "m": 11]))
+        try await aItems.update(Record(id: 1, fields: ["n": 12]))
+        #expect(try await b.read { tx in try tx.get(1, from: items) } == Record(id: 1, fields: ["n": 12]))
+        try await store.close()
         try await b.close()
     }
 
