@@ -151,6 +151,22 @@ public final class PostgresDriver: StorageDriver {
     func cachedMeta(_ name: CollectionName) -> CollectionMeta? { metaCache.withLock { $0[name] } }
     func cache(_ name: CollectionName, _ meta: CollectionMeta) { metaCache.withLock { $0[name] = meta } }
 
+    /// `true` until a transaction has read the whole catalog into the cache, and again
+    /// after the cache is emptied: the next lookup then reads every entry in one statement
+    /// (Docs/PostgresDriver.md, "Catalog cache").
+    var catalogNeverRead: Bool { !wholeCatalogCached.withLock { $0 } }
+    func catalogWasRead() { wholeCatalogCached.withLock { $0 = true } }
+    private let wholeCatalogCached = Locked(false)
+
+    /// Empties the catalog cache (a catalog another process changed).
+    private func forgetCatalog() {
+        metaCache.withLock { $0.removeAll() }
+        wholeCatalogCached.withLock { $0 = false }
+    }
+
+    /// How many catalog queries (one entry, or all of them) the driver has sent (for tests).
+    let catalogReads = StatementCount()
+
     /// How many write transactions ran again after a serialization failure since the driver
     /// opened (for tests and `depot info`).
     public var serializationRetries: Int { retryCount.load(ordering: .relaxed) }
@@ -261,7 +277,7 @@ public final class PostgresDriver: StorageDriver {
         if tx.retryable != nil, !lost {
             // A catalog another process changed: as ``transaction(writable:attempts:deferBegin:_:)``
             // does, forget the catalog and run it again, there.
-            metaCache.withLock { $0.removeAll() }
+            forgetCatalog()
             catalogGeneration.add(1, ordering: .releasing)
             return .onThread(deferBegin: true)
         }
@@ -366,7 +382,7 @@ public final class PostgresDriver: StorageDriver {
                 pool.release(session, broken: broken)
                 let retryable = tx.retryable ?? depotError.flatMap { PostgresErrors.isRetryable($0) ? $0 : nil }
                 guard let retryable, !lost else { throw error }
-                metaCache.withLock { $0.removeAll() }
+                forgetCatalog()
                 catalogGeneration.add(1, ordering: .releasing)
                 guard attempt < attempts else {
                     throw DepotError(

@@ -29,6 +29,9 @@ final class PostgresTransaction: WriteTransaction {
     private(set) var connectionLost = false
     /// Set when the transaction created, altered or dropped a table.
     private(set) var changedCatalog = false
+    /// Set when this transaction read the whole catalog (``loadCatalog()``): a collection it
+    /// did not list does not exist in this transaction's snapshot.
+    private var catalogComplete = false
 
     /// Set for a read transaction started without `BEGIN` (Docs/PostgresDriver.md,
     /// "Transactions"): its first statement runs on its own, as one snapshot, which is all a
@@ -204,11 +207,15 @@ final class PostgresTransaction: WriteTransaction {
 
     /// The collection's catalog entry: as this transaction changed it, else the driver's
     /// cache, else read from the server. `fresh` reads it from the server once per
-    /// transaction (another process may have added a column).
+    /// transaction (another process may have added a column). The first lookup of a driver
+    /// whose cache holds nothing reads every entry in one statement (``loadCatalog()``);
+    /// a collection that read did not list does not exist for the rest of the transaction.
     func meta(_ name: CollectionName, fresh: Bool = false) throws -> CollectionMeta? {
         if let entry = changed[name] { return entry }
         if let entry = loaded[name] { return entry }
+        if catalogComplete, !fresh { return nil }
         if !fresh, let cached = driver.cachedMeta(name) { return cached }
+        if !fresh, driver.catalogNeverRead, try loadCatalog() { return loaded[name] }
         return try reloadMeta(name)
     }
 
@@ -223,22 +230,63 @@ final class PostgresTransaction: WriteTransaction {
         return meta
     }
 
+    /// The columns of a catalog query after the entry's name: its id kind, definition,
+    /// column names, and the table's shape (``TableShape``). The names and the column count
+    /// come from one scan of pg_attribute, so they agree; the count is relnatts (attnums run
+    /// from 1 to it, dropped columns included). `regclass` is SQL giving the table's name.
+    private static func metaColumns(regclass: String) -> String {
+        """
+        c.id_kind, c.definition, COALESCE(a.names, '{}'), r.oid::bigint, a.natts \
+        FROM %CATALOG% c CROSS JOIN LATERAL (SELECT to_regclass(\(regclass)) AS oid) r \
+        LEFT JOIN LATERAL (SELECT array_agg(x.attname::text) FILTER (WHERE NOT x.attisdropped) AS names, max(x.attnum)::bigint AS natts \
+        FROM pg_attribute x WHERE x.attrelid = r.oid AND x.attnum > 0) a ON true
+        """
+    }
+
     private func loadMeta(_ name: CollectionName) throws -> CollectionMeta? {
         let sql = SQLBuilder()
         let nameBind = sql.text(name.rawValue)
         let regclass = sql.text(table(name))
-        // The names and the column count come from one scan of pg_attribute, so they agree;
-        // the count is relnatts (attnums run from 1 to it, dropped columns included).
-        let result = try run(sql.statement("""
-            SELECT c.id_kind, c.definition, COALESCE(a.names, '{}'), r.oid::bigint, a.natts \
-            FROM \(catalog) c CROSS JOIN (SELECT to_regclass(\(regclass)) AS oid) r \
-            LEFT JOIN LATERAL (SELECT array_agg(x.attname::text) FILTER (WHERE NOT x.attisdropped) AS names, max(x.attnum)::bigint AS natts \
-            FROM pg_attribute x WHERE x.attrelid = r.oid AND x.attnum > 0) a ON true \
-            WHERE c.name = \(nameBind)
-            """))
+        driver.catalogReads.add()
+        let columns = Self.metaColumns(regclass: regclass).replacingOccurrences(of: "%CATALOG%", with: catalog)
+        let result = try run(sql.statement("SELECT \(columns) WHERE c.name = \(nameBind)"))
         guard let row = result.first else { return nil }
-        let (kindText, definition, columns) = (try row.binary(0, as: String.self), try row.binary(1, as: String.self), try row.binary(2, as: [String].self))
-        let (oid, natts) = (try row.binaryUnlessNull(3, as: Int64.self), try row.binaryUnlessNull(4, as: Int64.self))
+        return try decodeMeta(name, row, from: 0)
+    }
+
+    /// Reads every catalog entry into this transaction and the driver's cache in one
+    /// statement; `true` when every entry could be read (the transaction then knows the
+    /// whole catalog as of its snapshot), `false` when one could not (it is looked up on its
+    /// own, which reports what is wrong with it).
+    private func loadCatalog() throws -> Bool {
+        let sql = SQLBuilder()
+        let schema = sql.text(driver.settings.schema)
+        driver.catalogReads.add()
+        let columns = Self.metaColumns(regclass: "format('%I.%I', \(schema), c.name)").replacingOccurrences(of: "%CATALOG%", with: catalog)
+        let result = try run(sql.statement("SELECT c.name, \(columns)"))
+        var complete = true
+        for row in result {
+            guard let name = try? CollectionName(validating: row.binary(0, as: String.self)),
+                  let meta = try? decodeMeta(name, row, from: 1)
+            else {
+                complete = false
+                continue
+            }
+            loaded[name] = meta
+            driver.cache(name, meta)
+        }
+        if complete {
+            catalogComplete = true
+            driver.catalogWasRead()
+        }
+        return complete
+    }
+
+    /// The catalog entry of `name` from the ``metaColumns(regclass:)`` of `row` starting
+    /// at column `offset`.
+    private func decodeMeta(_ name: CollectionName, _ row: PostgresRow, from offset: Int) throws -> CollectionMeta {
+        let (kindText, definition, columns) = (try row.binary(offset, as: String.self), try row.binary(offset + 1, as: String.self), try row.binary(offset + 2, as: [String].self))
+        let (oid, natts) = (try row.binaryUnlessNull(offset + 3, as: Int64.self), try row.binaryUnlessNull(offset + 4, as: Int64.self))
         guard let kind = IDKind(rawValue: kindText) else { throw DepotError(.corrupted, "The catalog entry of \(name) has an unknown id kind.") }
         let stored: StoredDefinition
         do { stored = try JSONDecoder().decode(StoredDefinition.self, from: Data(definition.utf8)) } catch {

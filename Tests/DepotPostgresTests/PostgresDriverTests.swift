@@ -117,6 +117,36 @@ import Testing
         try await b.close()
     }
 
+    /// A driver's first catalog lookup reads every entry in one statement
+    /// (Docs/PostgresDriver.md, "Catalog cache"): a transaction that asks for several
+    /// collections, some of them missing, sends one catalog query; entries it did not ask
+    /// for are cached too; a missing collection is not remembered past the transaction.
+    @Test func theFirstLookupReadsTheWholeCatalog() async throws {
+        let settings = try PostgresTestServer.settings(for: "catalog-\(UUID().uuidString)")
+        let a = try await PostgresDriver(settings: settings)
+        let items = try CollectionName("items"), other = try CollectionName("other")
+        let absent = try CollectionName("absent"), alsoAbsent = try CollectionName("also_absent")
+        try await a.write { tx in
+            try tx.insert(Record(id: 1, fields: ["n": 1]), into: items)
+            try tx.insert(Record(id: "x", fields: ["s": "y"]), into: other)
+        }
+        let b = try await PostgresDriver(settings: settings)
+        let before = b.catalogReads.current
+        let found = try await b.write { tx in [try tx.get(1, from: items), try tx.get(1, from: absent), try tx.get(1, from: alsoAbsent)] }
+        #expect(found == [Record(id: 1, fields: ["n": 1]), nil, nil])
+        #expect(b.catalogReads.current - before == 1)
+        #expect(b.cachedMeta(other)?.idKind == .string)
+        #expect(try await b.read { tx in try tx.get("x", from: other) } == Record(id: "x", fields: ["s": "y"]))
+        #expect(b.catalogReads.current - before == 1)
+        // Created by another driver afterwards: found by the next transaction that asks.
+        try await a.write { tx in try tx.insert(Record(id: 2, fields: ["m": 2]), into: absent) }
+        #expect(try await b.read { tx in try tx.get(2, from: absent) } == Record(id: 2, fields: ["m": 2]))
+        try await b.write { tx in try tx.insert(Record(id: 3, fields: ["m": 3]), into: absent) }
+        #expect(try await a.read { tx in try tx.count(.all, in: absent) } == 2)
+        try await a.close()
+        try await b.close()
+    }
+
     @Test func passwordsAppearNowhere() async throws {
         let server = try PostgresTestServer.server()
         let password = try #require(server.password, "the test server has a password (scripts/postgres-cluster makes one)")
