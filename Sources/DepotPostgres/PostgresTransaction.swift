@@ -230,14 +230,15 @@ final class PostgresTransaction: WriteTransaction {
         return meta
     }
 
-    /// The columns of a catalog query after the entry's name: its id kind, definition,
-    /// column names, and the table's shape (``TableShape``). The names and the column count
-    /// come from one scan of pg_attribute, so they agree; the count is relnatts (attnums run
-    /// from 1 to it, dropped columns included). `regclass` is SQL giving the table's name.
-    private static func metaColumns(regclass: String) -> String {
+    /// A catalog query's columns after the entry's name, and its `FROM`: the id kind,
+    /// definition, column names, and the table's shape (``TableShape``). The names and the
+    /// column count come from one scan of pg_attribute, so they agree; the count is relnatts
+    /// (attnums run from 1 to it, dropped columns included). `regclass` is SQL giving the
+    /// table's name.
+    private func metaColumns(regclass: String) -> String {
         """
         c.id_kind, c.definition, COALESCE(a.names, '{}'), r.oid::bigint, a.natts \
-        FROM %CATALOG% c CROSS JOIN LATERAL (SELECT to_regclass(\(regclass)) AS oid) r \
+        FROM \(catalog) c CROSS JOIN LATERAL (SELECT to_regclass(\(regclass)) AS oid) r \
         LEFT JOIN LATERAL (SELECT array_agg(x.attname::text) FILTER (WHERE NOT x.attisdropped) AS names, max(x.attnum)::bigint AS natts \
         FROM pg_attribute x WHERE x.attrelid = r.oid AND x.attnum > 0) a ON true
         """
@@ -248,8 +249,7 @@ final class PostgresTransaction: WriteTransaction {
         let nameBind = sql.text(name.rawValue)
         let regclass = sql.text(table(name))
         driver.catalogReads.add()
-        let columns = Self.metaColumns(regclass: regclass).replacingOccurrences(of: "%CATALOG%", with: catalog)
-        let result = try run(sql.statement("SELECT \(columns) WHERE c.name = \(nameBind)"))
+        let result = try run(sql.statement("SELECT \(metaColumns(regclass: regclass)) WHERE c.name = \(nameBind)"))
         guard let row = result.first else { return nil }
         return try decodeMeta(name, row, from: 0)
     }
@@ -257,13 +257,13 @@ final class PostgresTransaction: WriteTransaction {
     /// Reads every catalog entry into this transaction and the driver's cache in one
     /// statement; `true` when every entry could be read (the transaction then knows the
     /// whole catalog as of its snapshot), `false` when one could not (it is looked up on its
-    /// own, which reports what is wrong with it).
+    /// own, which reports what is wrong with it). Either way the driver does not read the
+    /// whole catalog again until its cache is emptied.
     private func loadCatalog() throws -> Bool {
         let sql = SQLBuilder()
         let schema = sql.text(driver.settings.schema)
         driver.catalogReads.add()
-        let columns = Self.metaColumns(regclass: "format('%I.%I', \(schema), c.name)").replacingOccurrences(of: "%CATALOG%", with: catalog)
-        let result = try run(sql.statement("SELECT c.name, \(columns)"))
+        let result = try run(sql.statement("SELECT c.name, \(metaColumns(regclass: "format('%I.%I', \(schema), c.name)"))"))
         var complete = true
         for row in result {
             guard let name = try? CollectionName(validating: row.binary(0, as: String.self)),
@@ -275,10 +275,8 @@ final class PostgresTransaction: WriteTransaction {
             loaded[name] = meta
             driver.cache(name, meta)
         }
-        if complete {
-            catalogComplete = true
-            driver.catalogWasRead()
-        }
+        catalogComplete = complete
+        driver.catalogWasRead()
         return complete
     }
 
@@ -590,8 +588,8 @@ final class PostgresTransaction: WriteTransaction {
             meta = read
         }
         if let outcome = try write(record, as: mode, meta: &meta, into: collection, checkingColumns: true) { return outcome }
-        // A table this transaction made or changed is locked against other changes: its
-        // entry is current. Otherwise the check may have failed: read the entry anew.
+        // The entry as this transaction changed it, else read anew (the check may have
+        // failed because another process added a column).
         guard var fresh = try changed[collection] ?? reloadMeta(collection) else {
             throw DepotError(.notFound, "No record with id \(record.id) in \(collection).", collection: collection.rawValue, id: record.id)
         }
