@@ -736,9 +736,10 @@ final class GDBMEngine: @unchecked Sendable {
         guard !ops.isEmpty, let journal else { return }
         let seq = lastSeq + 1
         let sync = options.durability == .full || !journalSyncedSinceMark
-        // At `full`, zeros ahead of the record (no further than a segment's length): the fsync
-        // then records no new file length (Docs/GDBMDriver.md, "Formats").
-        try journal.append(.transaction(seq: seq, ops: ops), sync: sync, preallocate: options.durability == .full ? options.checkpointBytes : 0)
+        // Zeros ahead of the record (no further than a segment's length): a synced append's
+        // fsync then records no new file length, another is copied into pages already
+        // cached (Docs/GDBMDriver.md, "Formats").
+        try journal.append(.transaction(seq: seq, ops: ops), sync: sync, preallocate: options.checkpointBytes)
         if sync { journalSyncedSinceMark = true }
         lastSeq = seq
         opsSinceFlush += ops.count

@@ -142,8 +142,11 @@ import Glibc
         let (log, _) = try await Self.operations(durability, step)
         switch step {
         case .commit:
-            // The journal record (synced with durability full), then the gdbm files.
-            #expect(log.first == "write", "\(log)")
+            // The journal record (synced with durability full), then the gdbm files. With
+            // durability normal the record is copied into the journal's mapping of the zeros
+            // the set-up's commit wrote ahead of it (Docs/GDBMDriver.md, "Formats"): the
+            // mapping is made, the copy counts as the write.
+            #expect(durability == .full ? log.first == "write" : Array(log.prefix(2)) == ["map", "write"], "\(log)")
             #expect(log.contains("fsync") == (durability == .full), "\(log)")
             #expect(log.contains("gdbm store") && log.contains("gdbm delete"), "\(log)")
         case .commitAndFold:

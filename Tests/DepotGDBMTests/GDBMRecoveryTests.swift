@@ -218,15 +218,18 @@ import Testing
         try await driver.close()
 
         let journal = try [UInt8]((FileHandle(forReadingFrom: URL(fileURLWithPath: image.path + "/store/journal")).readToEnd() ?? Data()))
-        #expect(journal.count == lengths.written)
-        // Record boundaries from the last fsync to the end.
+        // The records, then the zeros written ahead of appends (Docs/GDBMDriver.md, "Formats").
+        try #require(journal.count >= lengths.written)
+        #expect(journal[lengths.written...].allSatisfy { $0 == 0 })
+        // Record boundaries from the last fsync to the end of the records.
         var boundaries: [Int] = []
         var offset = Journal.headerSize
-        while offset + 8 <= journal.count {
+        while offset + 8 <= lengths.written {
             let length = Int(journal[offset]) | Int(journal[offset + 1]) << 8 | Int(journal[offset + 2]) << 16 | Int(journal[offset + 3]) << 24
             offset += 8 + length
-            if offset >= lengths.synced && offset <= journal.count { boundaries.append(offset) }
+            if offset >= lengths.synced && offset <= lengths.written { boundaries.append(offset) }
         }
+        #expect(offset == lengths.written)
         #expect(!boundaries.isEmpty)
         for cut in boundaries {
             let trial = try TemporaryDirectory()
@@ -262,7 +265,8 @@ import Testing
         // `waitForFolds` (the public call a benchmark makes) returns once they are done.
         try await driver.write { _ in }
         await driver.waitForFolds()
-        #expect(FileSystem.size(dir.path + "/store/journal") < 8 << 10)
+        // The active segment's records (its file also holds the zeros written ahead of them).
+        #expect(driver.engine.journalLengths().written < 8 << 10)
         let (state, closed) = driver.engine.backupState
         // Folded up to a recent commit (a 4 KiB segment holds about 27 of these commits),
         // and the file says so.
@@ -315,6 +319,49 @@ import Testing
         #expect(driver.engine.flushes == 1)
         #expect(try await driver.read { tx in try tx.count(.all, in: users) } == GDBMEngine.flushAfterOps + 101)
         try await driver.close()
+    }
+
+    /// Appends that are not synced go through the journal's mapping of zeros written ahead
+    /// (Docs/GDBMDriver.md, "Formats"): across many chunks of zeros, past the end of the
+    /// mapping (a new one is made), with a record larger than a whole mapping, between synced
+    /// appends that write into the same zeros, and after reopening (which keeps the zeros):
+    /// every record reads back in order, and the file past the records is zeros only.
+    @Test func unsyncedAppendsGoThroughTheMappingOfZerosAhead() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let path = dir.path + "/journal"
+        let users = self.users
+        func record(_ seq: UInt64) -> JournalRecord {
+            // About 40 MiB in all: more than two mappings; seq 30 alone is larger than one.
+            let size = seq == 30 ? Journal.mappingSpan + 12_345 : 300_000 + Int(seq) * 1_001
+            return .transaction(seq: seq, ops: [.put(.records(users), key: Array("k\(seq)".utf8), value: [UInt8](repeating: UInt8(truncatingIfNeeded: seq), count: size))])
+        }
+        var expected: [JournalRecord] = []
+        var journal = try Journal.create(path: path, baseSeq: 0)
+        for seq in UInt64(1)...80 {
+            if seq == 60 {
+                // Reopened part way: the zeros ahead stay, the appends go on after the records.
+                journal.close()
+                let reopened = try Journal.open(path: path)
+                #expect(reopened.records.count == expected.count)
+                journal = reopened.journal
+            }
+            let synced = seq % 7 == 0
+            try journal.append(record(seq), sync: synced, preallocate: 1 << 20)
+            expected.append(record(seq))
+            #expect(journal.allocated >= journal.size)
+        }
+        let written = journal.size
+        journal.close()
+        let bytes = try [UInt8](FileHandle(forReadingFrom: URL(fileURLWithPath: path)).readToEnd() ?? Data())
+        #expect(bytes.count > written, "zeros were written ahead of the last record")
+        #expect(bytes[written...].allSatisfy { $0 == 0 })
+        let (base, records, valid) = try Journal.parse(bytes)
+        #expect(base == 0)
+        #expect(valid == written)
+        #expect(records.count == expected.count)
+        let differing = zip(records, expected).filter { Journal.encode($0) != Journal.encode($1) }.map(\.0.seq)
+        #expect(differing.isEmpty, "records that read back otherwise: \(differing)")
     }
 
     /// Opening scans closed segments without decoding their ops: the scan must find the
