@@ -1051,6 +1051,17 @@ final class GDBMEngine: @unchecked Sendable {
         while folds.withLock({ $0.jobs > 0 }) { try? await Task.sleep(nanoseconds: 1_000_000) }
     }
 
+    /// Returns once no sync point or flush is running (its fsyncs done and its end handled
+    /// on the writer thread, so ``flushes`` counts it): what a test checks after a commit
+    /// that starts one. ``waitForFolds()`` does not wait for them.
+    func waitForSyncPoints() async {
+        while true {
+            _ = try? await thread.run {}
+            if !writerLock.withLock({ syncInFlight }) { return }
+            try? await Task.sleep(nanoseconds: 1_000_000)
+        }
+    }
+
     /// The backup state and the closed segments (tests).
     var backupState: (state: BackupState, closedSegments: [JournalSegment]) {
         folds.withLock { ($0.backup, $0.closed) }

@@ -309,6 +309,8 @@ import Testing
             for i in 1...(GDBMEngine.flushAfterOps + 100) { try tx.insert(Record(id: .int(Int64(i)), fields: ["n": .int(Int64(i))]), into: users) }
         }
         await driver.engine.waitForFolds()
+        // The flush's fsyncs run in the background; waitForFolds does not wait for them.
+        await driver.engine.waitForSyncPoints()
         #expect(driver.engine.flushes == 1)
         let (journal, records) = try Journal.open(path: dir.path + "/store/journal")
         journal.close()
@@ -316,6 +318,7 @@ import Testing
         // A small commit does not flush.
         try await driver.write { tx in try tx.insert(Record(id: .int(0), fields: ["n": .int(0)]), into: users) }
         await driver.engine.waitForFolds()
+        await driver.engine.waitForSyncPoints()
         #expect(driver.engine.flushes == 1)
         #expect(try await driver.read { tx in try tx.count(.all, in: users) } == GDBMEngine.flushAfterOps + 101)
         try await driver.close()
