@@ -387,10 +387,15 @@ final class GDBMEngine: @unchecked Sendable {
         if FileSystem.exists(pending) {
             if FileSystem.exists(journalPath) {
                 try FileSystem.remove(pending)
-            } else {
+            } else if try Journal.hasHeader(path: pending) {
                 // A rotation stopped between its two renames.
                 try FileSystem.rename(pending, to: journalPath)
                 try FileSystem.syncDirectory(directory)
+            } else {
+                // A store's first journal whose creation stopped before its header was
+                // written (a rotation writes the new segment's header before either rename):
+                // removed; made again below if the store holds nothing else yet.
+                try FileSystem.remove(pending)
             }
         }
         var records: [JournalRecord]

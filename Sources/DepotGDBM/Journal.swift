@@ -403,6 +403,32 @@ final class Journal {
         return (base, records)
     }
 
+    /// Whether the file at `path` begins with a whole journal header (its magic and checksum).
+    /// - Throws: `.io` when it cannot be read.
+    static func hasHeader(path: String) throws -> Bool {
+        try GDBMFaults.check("open", path: path)
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw GDBMErrors.system(errno, "open", path: path) }
+        defer { Glibc.close(fd) }
+        try GDBMFaults.check("read", path: path)
+        var header = [UInt8](repeating: 0, count: headerSize)
+        var done = 0
+        while done < headerSize {
+            let n = header.withUnsafeMutableBytes { raw -> Int in
+                guard let base = raw.baseAddress else { return 0 }
+                return Glibc.pread(fd, base + done, headerSize - done, off_t(done))
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw GDBMErrors.system(errno, "read", path: path)
+            }
+            if n == 0 { return false }
+            done += n
+        }
+        return Array(header[0..<8]) == magic
+            && header.withUnsafeBytes { raw in CRC32.update(0, UnsafeRawBufferPointer(rebasing: raw[0..<20])) == UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 20, as: UInt32.self)) }
+    }
+
     /// Opens the journal, reads every complete record, and cuts off a torn tail.
     /// - Throws: `.corrupted` when the header is not a Depot journal; `.io`.
     static func open(path: String) throws -> (journal: Journal, records: [JournalRecord]) {

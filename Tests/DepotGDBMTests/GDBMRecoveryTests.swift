@@ -97,6 +97,42 @@ import Testing
         await expectCode(.corrupted) { _ = try await open(dir) }
     }
 
+    /// A process killed while it made a store's first journal leaves `journal.new` without
+    /// its header and no `journal` (a kill trial found this: "not a Depot journal" on
+    /// reopening): opening makes the journal again and the store works. The same empty
+    /// `journal.new` beside data files and no journal is `.corrupted`, never a fresh start;
+    /// a `journal.new` with its header (a rotation stopped between its renames) is taken.
+    @Test func aFirstJournalCutBeforeItsHeaderIsMadeAgain() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let users = self.users
+        try FileManager.default.createDirectory(atPath: dir.path + "/store", withIntermediateDirectories: true)
+        for partial in [Data(), Data(Journal.magic.prefix(5))] {
+            try partial.write(to: URL(fileURLWithPath: dir.path + "/store/journal.new"))
+            let driver = try await open(dir)
+            try await driver.write { tx in try tx.insert(Record(id: 1, fields: ["n": 1]), into: users) }
+            #expect(try await driver.read { tx in try tx.get(1, from: users) } == Record(id: 1, fields: ["n": 1]))
+            try await driver.close()
+            #expect(!FileSystem.exists(dir.path + "/store/journal.new"))
+            try FileManager.default.removeItem(atPath: dir.path + "/store")
+            try FileManager.default.createDirectory(atPath: dir.path + "/store", withIntermediateDirectories: true)
+        }
+        // A store with data: its journal replaced by an empty `journal.new`.
+        let driver = try await open(dir)
+        try await fill(driver)
+        try await driver.close()
+        let journal = dir.path + "/store/journal"
+        let header = Array((try FileHandle(forReadingFrom: URL(fileURLWithPath: journal)).readToEnd() ?? Data()).prefix(Journal.headerSize))
+        try FileManager.default.removeItem(atPath: journal)
+        try Data().write(to: URL(fileURLWithPath: journal + ".new"))
+        await expectCode(.corrupted) { _ = try await open(dir) }
+        // With a whole header it is a rotation's new segment, renamed into place.
+        try Data(header).write(to: URL(fileURLWithPath: journal + ".new"))
+        let reopened = try await open(dir)
+        #expect(try await reopened.read { tx in try tx.count(.all, in: users) } == 20)
+        try await reopened.close()
+    }
+
     /// Copies a live store directory: the image a crash at that instant would leave
     /// (the page cache survives kill -9, so what the files hold is what the copy holds).
     func crashImage(of dir: TemporaryDirectory, into target: TemporaryDirectory) throws {
