@@ -84,7 +84,7 @@ struct BackupState: Equatable, Sendable {
         let fd = Glibc.open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw GDBMErrors.system(errno, "create", path: tmp) }
         do {
-            try Journal.writeAll(fd, encoded(), path: tmp)
+            try Journal.writeAll(fd, encoded(), at: 0, path: tmp)
             try FileSystem.sync(descriptor: fd, path: tmp)
         } catch {
             Glibc.close(fd)

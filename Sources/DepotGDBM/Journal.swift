@@ -288,7 +288,7 @@ final class Journal {
         let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw GDBMErrors.system(errno, "create", path: path) }
         defer { Glibc.close(fd) }
-        try writeAll(fd, w.bytes, path: path)
+        try writeAll(fd, w.bytes, at: 0, path: path)
         if sync { try FileSystem.sync(descriptor: fd, path: path) }
     }
 
@@ -410,23 +410,13 @@ final class Journal {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw GDBMErrors.system(errno, "open", path: path) }
         defer { Glibc.close(fd) }
-        try GDBMFaults.check("read", path: path)
-        var header = [UInt8](repeating: 0, count: headerSize)
-        var done = 0
-        while done < headerSize {
-            let n = header.withUnsafeMutableBytes { raw -> Int in
-                guard let base = raw.baseAddress else { return 0 }
-                return Glibc.pread(fd, base + done, headerSize - done, off_t(done))
-            }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw GDBMErrors.system(errno, "read", path: path)
-            }
-            if n == 0 { return false }
-            done += n
+        // A rotation's new segment is its header alone, so reading it whole costs nothing.
+        do {
+            _ = try parse(try readAll(fd, path: path))
+            return true
+        } catch let error as DepotError where error.code == .corrupted {
+            return false
         }
-        return Array(header[0..<8]) == magic
-            && header.withUnsafeBytes { raw in CRC32.update(0, UnsafeRawBufferPointer(rebasing: raw[0..<20])) == UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 20, as: UInt32.self)) }
     }
 
     /// Opens the journal, reads every complete record, and cuts off a torn tail.
@@ -690,28 +680,9 @@ final class Journal {
 
     // MARK: I/O helpers
 
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) throws {
-        // An injected ENOSPC writes half the bytes first, as a full disk does (Docs/GDBMDriver.md,
-        // "I/O fault injection"); an injected EIO writes nothing.
-        let injected = GDBMFaults.failure("write", path: path)
-        try bytes.withUnsafeBytes { raw in
-            guard let base = raw.baseAddress else { return }
-            let end = injected.map { $0 == ENOSPC ? raw.count / 2 : 0 } ?? raw.count
-            var offset = 0
-            while offset < end {
-                let n = Glibc.write(fd, base + offset, end - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw GDBMErrors.system(errno, "write", path: path)
-                }
-                offset += n
-            }
-        }
-        if let injected { throw GDBMErrors.system(injected, "write", path: path) }
-    }
-
     /// Writes all of `bytes` at file offset `offset` with `pwrite` (the file position is
-    /// neither used nor moved); faults are injected as by ``writeAll(_:_:path:)``.
+    /// neither used nor moved). An injected ENOSPC writes half the bytes first, as a full
+    /// disk does (Docs/GDBMDriver.md, "I/O fault injection"); an injected EIO writes nothing.
     static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int, path: String) throws {
         let injected = GDBMFaults.failure("write", path: path)
         guard let base = bytes.baseAddress else {
