@@ -536,7 +536,7 @@ enum BinaryCodec {
     }
 
     /// Checks a stored record's version and checksum (the bytes after them are the fields).
-    private static func verify(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws(RecordProblem) {
+    static func verify(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws(RecordProblem) {
         guard value.count >= 6 else { throw .malformed }
         guard value[0] == recordVersion else { throw .version }
         var stored: UInt32 = 0

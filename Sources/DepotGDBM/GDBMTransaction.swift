@@ -800,6 +800,45 @@ final class GDBMTransaction: WriteTransaction {
         return existing.exists ? .updated : .inserted
     }
 
+    /// Applies `change` to the stored bytes (``BinaryCodec/patchRecord(key:value:applying:)``)
+    /// when the collection has no unique constraint or index to move and the change names
+    /// few fields; otherwise reads the record, changes it and writes it back, as the default
+    /// does. Both give the same record (Docs/GDBMDriver.md, "Partial updates").
+    func update(_ id: RecordID, applying change: FieldChange, in collection: CollectionName) throws -> Bool {
+        try checkWritable()
+        guard let meta = catalog[collection] else { return false }
+        guard meta.schema.uniqueConstraints.isEmpty, meta.schema.indexes.isEmpty,
+            change.set.count + change.remove.count <= BinaryCodec.patchFieldLimit
+        else {
+            guard let record = try get(id, from: collection) else { return false }
+            try write(change.applied(to: record), as: .update, into: collection)
+            return true
+        }
+        let key = BinaryCodec.key(for: id)
+        let file = FileID.records(collection)
+        func patch(_ value: UnsafeRawBufferPointer) throws -> [UInt8] {
+            do {
+                return try key.withUnsafeBytes { k in try BinaryCodec.patchRecord(key: k, value: value, applying: change) }
+            } catch let problem as BinaryCodec.RecordProblem {
+                throw GDBMErrors.badRecord(problem, collection: collection.rawValue, id: id)
+            }
+        }
+        let patched: [UInt8]?
+        switch find(file, key) {
+        case .value(let value):
+            patched = try value.withUnsafeBytes { try patch($0) }
+        case .absent:
+            patched = nil
+        case .inFile:
+            try spend()
+            patched = try committedFile(file)?.fetch(key) { try patch($0) }
+        }
+        guard let patched else { return false }
+        try spend()
+        setRaw(file, key, .put(patched))
+        return true
+    }
+
     func insert(fields: [String: FieldValue], into collection: CollectionName) throws -> RecordID {
         let meta = try metaForWrite(collection, kind: .int)
         guard meta.lastAssignedID < Int64.max else {

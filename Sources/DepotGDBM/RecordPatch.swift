@@ -1,0 +1,137 @@
+import DepotCore
+import Foundation
+
+/// A partial update applied to a stored record's bytes: the fields it does not name are
+/// copied as they are, with no ``Record`` built and no value decoded into a ``FieldValue``
+/// (Docs/GDBMDriver.md, "Partial updates").
+extension BinaryCodec {
+    /// Changes naming more fields than this are applied through a decoded record: a stored
+    /// name is compared with each named field, so the cost grows with their product.
+    static let patchFieldLimit = 8
+
+    /// The stored record `value` (under `key`) with `change` applied: the bytes that
+    /// decoding it, applying `change` to its fields and encoding the result would give a
+    /// record equal to, field for field.
+    ///
+    /// Each field `change` sets replaces the stored value in place (every copy, should a
+    /// name repeat), each it removes is left out, and those the record lacks are appended;
+    /// a stored null, which no Depot writer leaves, is left out as a write of the decoded
+    /// record would. The rest is copied byte for byte, after the same checks a decode makes:
+    /// version, checksum, every length in bounds, names and strings valid UTF-8, no NaN, no
+    /// nesting past `FieldValue.maximumDepth`, nothing after the last field.
+    /// - Parameter change: normalized (no `.null` in `set`), setting at most 64 fields.
+    /// - Throws: ``RecordProblem`` as ``decodeFields(key:value:layouts:)`` does.
+    static func patchRecord(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, applying change: FieldChange) throws(RecordProblem) -> [UInt8] {
+        try verify(key: key, value: value)
+        // The fields set, in one order for the whole call; bit `i` of `found`: set `i` was stored.
+        let sets = Array(change.set)
+        precondition(sets.count <= 64, "patchRecord takes at most 64 fields set (callers stop at patchFieldLimit)")
+        var found: UInt64 = 0
+        do {
+            var r = ByteReader(value, from: 5)
+            let n = try r.varint()
+            guard n <= r.remaining else { throw ByteReader.Malformed() }
+            return try withUnsafeTemporaryAllocation(of: (start: Int, end: Int, set: Int).self, capacity: max(n, 1)) { kept in
+                // Per stored field: the bytes kept as they are, or the set taking its value.
+                var keptCount = 0
+                for _ in 0..<n {
+                    let start = r.position
+                    let name = try r.slice(try r.varint())
+                    guard isUTF8(name) else { throw ByteReader.Malformed() }
+                    let valueStart = r.position
+                    try skipValue(&r)
+                    var set = -1
+                    for i in sets.indices where same(sets[i].key, name) {
+                        set = i
+                        break
+                    }
+                    if set >= 0 {
+                        found |= 1 << UInt64(set)
+                        kept[keptCount] = (start, valueStart, set)
+                    } else if value[valueStart] == 0 || change.remove.contains(where: { same($0, name) }) {
+                        continue
+                    } else {
+                        kept[keptCount] = (start, r.position, -1)
+                    }
+                    keptCount += 1
+                }
+                guard r.isAtEnd else { throw ByteReader.Malformed() }
+                var capacity = value.count + 10
+                for (name, newValue) in sets { capacity += 10 + name.utf8.count + sizeBound(newValue) }
+                var w = ByteWriter(capacity: capacity)
+                w.u8(recordVersion)
+                w.u32(0)
+                w.varint(keptCount + sets.count - found.nonzeroBitCount)
+                for field in kept[0..<keptCount] {
+                    w.bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[field.start..<field.end]))
+                    if field.set >= 0 { write(sets[field.set].value, to: &w, canonical: false) }
+                }
+                for (i, (name, newValue)) in sets.enumerated() where found & (1 << UInt64(i)) == 0 {
+                    w.string(name)
+                    write(newValue, to: &w, canonical: false)
+                }
+                var crc = CRC32.update(0, key)
+                w.bytes.withUnsafeBytes { crc = CRC32.update(crc, UnsafeRawBufferPointer(rebasing: $0[5...])) }
+                withUnsafeBytes(of: crc.littleEndian) { src in
+                    for i in 0..<4 { w.bytes[1 + i] = src[i] }
+                }
+                return w.bytes
+            }
+        } catch {
+            throw .malformed
+        }
+    }
+
+    /// Moves `r` past one value written by ``write(_:to:canonical:)``, checking it as
+    /// ``readValue(_:depth:)`` does without building it.
+    static func skipValue(_ r: inout ByteReader, depth: Int = 0) throws {
+        guard depth <= FieldValue.maximumDepth else { throw ByteReader.Malformed() }
+        switch try r.u8() {
+        case 0, 1, 2:
+            return
+        case 3:
+            _ = try r.slice(8)
+        case 4:
+            guard !Double(bitPattern: try r.u64()).isNaN else { throw ByteReader.Malformed() }
+        case 5:
+            guard isUTF8(try r.slice(try r.varint())) else { throw ByteReader.Malformed() }
+        case 6:
+            _ = try r.slice(try r.varint())
+        case 7:
+            let n = try r.varint()
+            guard n <= r.remaining else { throw ByteReader.Malformed() }
+            for _ in 0..<n { try skipValue(&r, depth: depth + 1) }
+        case 8:
+            let n = try r.varint()
+            guard n <= r.remaining else { throw ByteReader.Malformed() }
+            for _ in 0..<n {
+                guard isUTF8(try r.slice(try r.varint())) else { throw ByteReader.Malformed() }
+                try skipValue(&r, depth: depth + 1)
+            }
+        default:
+            throw ByteReader.Malformed()
+        }
+    }
+
+    /// `true` when `bytes` are valid UTF-8 that ``ByteReader/string()`` accepts: ASCII is
+    /// checked eight bytes at a time, anything else by decoding.
+    static func isUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        var i = 0
+        while i + 8 <= bytes.count {
+            if base.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { return String(exactUTF8: bytes) != nil }
+            i += 8
+        }
+        while i < bytes.count {
+            if base.load(fromByteOffset: i, as: UInt8.self) >= 0x80 { return String(exactUTF8: bytes) != nil }
+            i += 1
+        }
+        return true
+    }
+
+    /// `true` when `name`'s UTF-8 bytes are `stored`.
+    @inline(__always) private static func same(_ name: String, _ stored: UnsafeRawBufferPointer) -> Bool {
+        var name = name
+        return name.withUTF8 { own in own.count == stored.count && (own.isEmpty || memcmp(own.baseAddress!, stored.baseAddress!, own.count) == 0) }
+    }
+}
