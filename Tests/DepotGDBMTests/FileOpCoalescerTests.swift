@@ -17,21 +17,9 @@ import Testing
         }
     }
 
-    /// A deterministic generator (SplitMix64), so a failing seed can be replayed.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test(arguments: 1...40)
     func reducedOpsLeaveTheSameFiles(seed: UInt64) throws {
-        var random = Generator(state: seed)
+        var random = SplitMix64(seed: seed)
         let files: [FileID] = [.catalog, .records(try CollectionName("a")), .index(try CollectionName("a"))]
         var ops: [FileOp] = []
         for _ in 0..<Int.random(in: 1...400, using: &random) {

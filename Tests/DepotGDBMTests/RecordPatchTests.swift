@@ -8,17 +8,12 @@ import Testing
 /// change and encoding gives, and refuses what the decoder refuses (Docs/GDBMDriver.md,
 /// "Partial updates").
 @Suite struct RecordPatchTests {
-    /// SplitMix64: the same records and changes on every run.
+    /// The same records and changes on every run.
     struct Seeded {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+        var generator: SplitMix64
+        init(state: UInt64) { generator = SplitMix64(seed: state) }
+        mutating func next() -> UInt64 { generator.next() }
+        mutating func below(_ n: Int) -> Int { Int(generator.next() % UInt64(n)) }
     }
 
     /// Names of every length class: short, past the 8-byte prefix, not ASCII.
