@@ -15,10 +15,16 @@ extension FuzzTarget {
 
     static let gdbmRecordReader = _GDBMRecordFormat.Reader()
 
+    /// The partial update the gdbm-record target applies to every record it decodes: one
+    /// field of the seeds set, one removed, one the seeds lack added.
+    static let gdbmRecordChange = FieldChange(set: ["name": .string("Bea"), "added": .array([.int(1), .null])], remove: ["b"])
+
     /// `_GDBMRecordFormat.decode` and the driver's layout-cached reader: a record or
-    /// `.corrupted`; stored values are storable; encoded again, the record decodes equal.
+    /// `.corrupted`; stored values are storable; encoded again, the record decodes equal;
+    /// a partial update of the bytes fails exactly when decoding does and decodes to the
+    /// changed record.
     public static let gdbmRecord = FuzzTarget(
-        name: "gdbm-record", summary: "_GDBMRecordFormat.decode and .Reader (DepotGDBM): a GDBM key and stored record value",
+        name: "gdbm-record", summary: "_GDBMRecordFormat.decode and .Reader, and the partial update of stored bytes (DepotGDBM): a GDBM key and stored record value",
         seeds: [
             Record(id: .int(1), fields: ["name": .string("Ada"), "year": .int(1815)]),
             Record(id: .string("k"), fields: ["a": .array([.null, .bool(true), .double(-0.0)]), "b": .object(["x": .bytes(.init([0, 1]))])]),
@@ -38,6 +44,19 @@ extension FuzzTarget {
             try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try gdbmRecordReader.decode(key: k, value: v, collection: "c") } }
         }
         try FuzzContract.require(plain == cached, "the layout-cached reader and the plain decoder disagree")
+        // A partial update of the stored bytes (Docs/GDBMDriver.md, "Partial updates") refuses
+        // what the decoder refuses and otherwise gives the record the change makes of it.
+        let patched = try FuzzContract.expecting(corrupted) { try _GDBMFuzzEntryPoints.patchRecord(key: key, value: value, applying: gdbmRecordChange, collection: "c") }
+        try FuzzContract.require((patched == nil) == (plain == nil), "the partial update and the decoder disagree on whether the record is damaged")
+        if let patched, let plain {
+            let changed = try FuzzContract.expecting(corrupted) {
+                try key.withUnsafeBytes { k in try patched.withUnsafeBytes { v in try _GDBMRecordFormat.decode(key: k, value: v, collection: "c") } }
+            }
+            // As a write of the changed record would store it: without top-level nulls (a
+            // stored null, which no Depot writer leaves, is dropped; regression input
+            // stored-null-beside-a-partial-update).
+            try FuzzContract.require(changed == gdbmRecordChange.applied(to: plain).withoutNulls, "the partially updated bytes do not decode to the changed record")
+        }
         guard let record = plain else { return false }
         try RecordChecks.storable(record.fields, "the GDBM record decoder")
         let encoded = _GDBMRecordFormat.encode(record)

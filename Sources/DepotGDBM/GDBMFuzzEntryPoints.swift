@@ -30,6 +30,23 @@ package enum _GDBMFuzzEntryPoints {
         return w.bytes
     }
 
+    /// Applies `change` (normalized) to a stored record value as a partial update does
+    /// (``BinaryCodec/patchRecord(key:value:applying:)``, Docs/GDBMDriver.md "Partial
+    /// updates"); returns the new value.
+    /// - Throws: ``DepotError`` `.corrupted` for a key that is no record id or a damaged
+    ///   value, as decoding them does.
+    package static func patchRecord(key: [UInt8], value: [UInt8], applying change: FieldChange, collection: String) throws -> [UInt8] {
+        let id: RecordID
+        do { id = try BinaryCodec.id(fromKey: key) } catch {
+            throw GDBMErrors.corrupted("A key in collection '\(collection)' (file '\(collection).records.gdbm') is not a record id.", collection: collection)
+        }
+        do {
+            return try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try BinaryCodec.patchRecord(key: k, value: v, applying: change) } }
+        } catch let problem as BinaryCodec.RecordProblem {
+            throw GDBMErrors.badRecord(problem, collection: collection, id: id)
+        }
+    }
+
     /// Decodes a catalog entry; returns it encoded again.
     /// - Throws: ``DepotError`` `.corrupted` or `.schemaMismatch`.
     package static func catalogEntry(key: [UInt8], value: [UInt8]) throws -> [UInt8] {

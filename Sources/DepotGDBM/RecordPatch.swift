@@ -13,10 +13,10 @@ extension BinaryCodec {
     /// decoding it, applying `change` to its fields and encoding the result would give a
     /// record equal to, field for field.
     ///
-    /// Each field `change` sets replaces the stored value in place (every copy, should a
-    /// name repeat), each it removes is left out, and those the record lacks are appended;
-    /// a stored null, which no Depot writer leaves, is left out as a write of the decoded
-    /// record would. The rest is copied byte for byte, after the same checks a decode makes:
+    /// Each field `change` sets replaces the stored value in place, each it removes is left
+    /// out, and those the record lacks are appended. Of a name stored more than once only the
+    /// last copy counts, as in decoding, and a stored top-level null is left out as a write of
+    /// the decoded record would (no Depot writer leaves either). The rest is copied byte for byte, after the same checks a decode makes:
     /// version, checksum, every length in bounds, names and strings valid UTF-8, no NaN, no
     /// nesting past `FieldValue.maximumDepth`, nothing after the last field.
     /// - Parameter change: normalized (no `.null` in `set`), setting at most 64 fields.
@@ -31,29 +31,39 @@ extension BinaryCodec {
             var r = ByteReader(value, from: 5)
             let n = try r.varint()
             guard n <= r.remaining else { throw ByteReader.Malformed() }
-            return try withUnsafeTemporaryAllocation(of: (start: Int, end: Int, set: Int).self, capacity: max(n, 1)) { kept in
-                // Per stored field: the bytes kept as they are, or the set taking its value.
-                var keptCount = 0
+            return try withUnsafeTemporaryAllocation(of: KeptField.self, capacity: max(n, 1)) { kept in
+                // Per stored field kept: its bytes as they are, or the set taking its value.
+                var keptCount = 0, live = 0
                 for _ in 0..<n {
                     let start = r.position
                     let name = try r.slice(try r.varint())
                     guard isUTF8(name) else { throw ByteReader.Malformed() }
                     let valueStart = r.position
                     try skipValue(&r)
+                    // A later copy of a name replaces an earlier one, as decoding keeps the last.
+                    let prefix = FieldLayout.prefix(name)
+                    for j in 0..<keptCount where kept[j].live && kept[j].nameCount == name.count && kept[j].prefix == prefix {
+                        if name.count > 8, memcmp(value.baseAddress! + kept[j].nameStart, name.baseAddress!, name.count) != 0 { continue }
+                        kept[j].live = false
+                        live -= 1
+                        break
+                    }
                     var set = -1
                     for i in sets.indices where same(sets[i].key, name) {
                         set = i
                         break
                     }
+                    let nameStart = valueStart - name.count
                     if set >= 0 {
                         found |= 1 << UInt64(set)
-                        kept[keptCount] = (start, valueStart, set)
+                        kept[keptCount] = KeptField(start: start, end: valueStart, set: set, live: true, nameStart: nameStart, nameCount: name.count, prefix: prefix)
                     } else if value[valueStart] == 0 || change.remove.contains(where: { same($0, name) }) {
                         continue
                     } else {
-                        kept[keptCount] = (start, r.position, -1)
+                        kept[keptCount] = KeptField(start: start, end: r.position, set: -1, live: true, nameStart: nameStart, nameCount: name.count, prefix: prefix)
                     }
                     keptCount += 1
+                    live += 1
                 }
                 guard r.isAtEnd else { throw ByteReader.Malformed() }
                 var capacity = value.count + 10
@@ -61,8 +71,8 @@ extension BinaryCodec {
                 var w = ByteWriter(capacity: capacity)
                 w.u8(recordVersion)
                 w.u32(0)
-                w.varint(keptCount + sets.count - found.nonzeroBitCount)
-                for field in kept[0..<keptCount] {
+                w.varint(live + sets.count - found.nonzeroBitCount)
+                for field in kept[0..<keptCount] where field.live {
                     w.bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[field.start..<field.end]))
                     if field.set >= 0 { write(sets[field.set].value, to: &w, canonical: false) }
                 }
@@ -80,6 +90,18 @@ extension BinaryCodec {
         } catch {
             throw .malformed
         }
+    }
+
+    /// A stored field a patch keeps: bytes `start..<end` copied, then set `set`'s value
+    /// written when `set >= 0`; `live` until a later copy of its name replaces it.
+    private struct KeptField {
+        var start: Int
+        var end: Int
+        var set: Int
+        var live: Bool
+        var nameStart: Int
+        var nameCount: Int
+        var prefix: UInt64
     }
 
     /// Moves `r` past one value written by ``write(_:to:canonical:)``, checking it as
