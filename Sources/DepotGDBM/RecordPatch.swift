@@ -16,9 +16,10 @@ extension BinaryCodec {
     /// Each field `change` sets replaces the stored value in place, each it removes is left
     /// out, and those the record lacks are appended. Of a name stored more than once only the
     /// last copy counts, as in decoding, and a stored top-level null is left out as a write of
-    /// the decoded record would (no Depot writer leaves either). The rest is copied byte for byte, after the same checks a decode makes:
-    /// version, checksum, every length in bounds, names and strings valid UTF-8, no NaN, no
-    /// nesting past `FieldValue.maximumDepth`, nothing after the last field.
+    /// the decoded record would (no Depot writer leaves either). The rest is copied byte for
+    /// byte, after the same checks a decode makes: version, checksum, every length in bounds,
+    /// names and strings valid UTF-8, no NaN, no nesting past `FieldValue.maximumDepth`,
+    /// nothing after the last field.
     /// - Parameter change: normalized (no `.null` in `set`), setting at most 64 fields.
     /// - Throws: ``RecordProblem`` as ``decodeFields(key:value:layouts:)`` does.
     static func patchRecord(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, applying change: FieldChange) throws(RecordProblem) -> [UInt8] {
@@ -43,7 +44,8 @@ extension BinaryCodec {
                     // A later copy of a name replaces an earlier one, as decoding keeps the last.
                     let prefix = FieldLayout.prefix(name)
                     for j in 0..<keptCount where kept[j].live && kept[j].nameCount == name.count && kept[j].prefix == prefix {
-                        if name.count > 8, memcmp(value.baseAddress! + kept[j].nameStart, name.baseAddress!, name.count) != 0 { continue }
+                        let earlier = kept[j].nameStart..<(kept[j].nameStart + name.count)
+                        if name.count > 8, !same(UnsafeRawBufferPointer(rebasing: value[earlier]), name) { continue }
                         kept[j].live = false
                         live -= 1
                         break
@@ -154,6 +156,13 @@ extension BinaryCodec {
     /// `true` when `name`'s UTF-8 bytes are `stored`.
     @inline(__always) private static func same(_ name: String, _ stored: UnsafeRawBufferPointer) -> Bool {
         var name = name
-        return name.withUTF8 { own in own.count == stored.count && (own.isEmpty || memcmp(own.baseAddress!, stored.baseAddress!, own.count) == 0) }
+        return name.withUTF8 { same(UnsafeRawBufferPointer($0), stored) }
+    }
+
+    /// `true` when `a` and `b` hold the same bytes.
+    @inline(__always) private static func same(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        guard a.count == b.count else { return false }
+        guard let x = a.baseAddress, let y = b.baseAddress else { return true }
+        return memcmp(x, y, a.count) == 0
     }
 }
