@@ -159,7 +159,7 @@ let package = Package(
         // DepotCLIParsers: unit tests of the --where, --sort and CSV parsers.
         .testTarget(name: "DepotCLITests", dependencies: ["Depot", "DepotCLI", "DepotCLIParsers", "DepotConformance", "CSQLite", "DepotPostgres", "DepotServer"], swiftSettings: settings),
         // The engine of `depot bench` (workloads, raw baselines, report, chart).
-        .target(name: "DepotBench", dependencies: ["Depot", "DepotCore", "DepotConformance", "CSQLite", "CGDBM"], swiftSettings: settings),
+        .target(name: "DepotBench", dependencies: ["Depot", "DepotCore", "DepotConformance", "CSQLite", "CSQLiteShim", "CGDBM"], swiftSettings: settings),
         .testTarget(name: "DepotBenchTests", dependencies: ["DepotBench", "Depot"], swiftSettings: settings),
         // The GDBM driver, over libgdbm from the system (apt: libgdbm-dev).
         .systemLibrary(name: "CGDBM", path: "Sources/CGDBM", providers: [.apt(["libgdbm-dev"])]),

@@ -249,7 +249,7 @@ static int vCurrentTimeInt64(sqlite3_vfs *vfs, sqlite3_int64 *out) {
 
 depot_fault_vfs *depot_fault_vfs_register(const char *name) {
     if (!name || strlen(name) >= sizeof(((depot_fault_vfs *)0)->name)) return 0;
-    if (sqlite3_initialize() != SQLITE_OK) return 0;
+    if (depot_sqlite_initialize() != SQLITE_OK) return 0;
     if (sqlite3_vfs_find(name)) return 0;
     sqlite3_vfs *real = sqlite3_vfs_find(0);
     if (!real) return 0;

@@ -1,4 +1,21 @@
 #include "depot_sqlite_shim.h"
+#include <pthread.h>
+
+static pthread_once_t depot_sqlite_once = PTHREAD_ONCE_INIT;
+static int depot_sqlite_initialized = SQLITE_OK;
+
+static void depot_sqlite_initialize_once(void) {
+    // Only possible before SQLite initializes; SQLITE_MISUSE when other code in the process
+    // initialized it first, and then its settings stand (Docs/SQLiteDriver.md, "Library
+    // settings").
+    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    depot_sqlite_initialized = sqlite3_initialize();
+}
+
+int depot_sqlite_initialize(void) {
+    pthread_once(&depot_sqlite_once, depot_sqlite_initialize_once);
+    return depot_sqlite_initialized;
+}
 
 int depot_sqlite_harden(sqlite3 *db) {
     int rc;

@@ -1,5 +1,6 @@
 #if canImport(CSQLite)
 import CSQLite
+import CSQLiteShim
 import DepotCore
 
 /// One SQLite connection used the way a careful hand-written program uses the C API: the
@@ -15,6 +16,8 @@ final class RawSQLiteConnection {
     /// Opens (creating) the database at `path` with the pragmas above.
     /// - Throws: ``BenchError`` with SQLite's message.
     init(path: String, durability: Durability) throws {
+        // The library settings Depot's driver runs with (the same process-wide ones).
+        guard depot_sqlite_initialize() == SQLITE_OK else { throw BenchError("SQLite could not initialize") }
         var handle: OpaquePointer?
         let rc = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
         db = handle

@@ -69,6 +69,10 @@ final class SQLiteConnection {
     /// (tests only: ``SQLiteTestSettings/vfs``); `nil` is the default one.
     /// - Throws: `.io`, `.corrupted`, `.locked` as SQLite reports.
     init(path: String, create: Bool, busyTimeoutMilliseconds: Int32, log: SQLiteStatementLog? = nil, vfs: String? = nil) throws {
+        let initialized = depot_sqlite_initialize()
+        guard initialized == SQLITE_OK else {
+            throw DepotError(.io, "SQLite could not initialize.", cause: SQLiteResult(extendedCode: initialized, message: "initialize"))
+        }
         var handle: OpaquePointer?
         var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         if create { flags |= SQLITE_OPEN_CREATE }

@@ -1,3 +1,4 @@
+import CSQLite
 import DepotCore
 @testable import DepotSQLite
 import Foundation
@@ -50,6 +51,22 @@ func errorCode(_ body: () async throws -> Void) async -> DepotError.Code? {
     }
 
     static func sqlite3ColumnCount(_ statement: Statement) -> Int32 { columnCount(statement) }
+
+    /// Docs/SQLiteDriver.md, "Library settings": SQLite keeps no process-wide memory
+    /// statistics once a driver has opened a store, so its allocations take no global mutex.
+    /// With statistics on, an open connection and the rows written count as memory in use.
+    @Test func sqliteKeepsNoGlobalMemoryStatistics() async throws {
+        let dir = try ScratchDirectory()
+        let driver = try await SQLiteDriver(path: dir.store)
+        try await driver.write { tx in
+            for i in 1...100 { try tx.insert(Record(id: .int(Int64(i)), fields: ["name": .string(String(repeating: "x", count: i))]), into: self.users) }
+        }
+        let count = try await driver.read { tx in try tx.count(.all, in: self.users) }
+        #expect(count == 100)
+        #expect(sqlite3_memory_used() == 0)
+        #expect(sqlite3_memory_highwater(0) == 0)
+        try await driver.close()
+    }
 
     @Test func layoutIsOneTablePerCollectionWithRealColumns() async throws {
         let dir = try ScratchDirectory()

@@ -3,6 +3,12 @@
 
 #include <sqlite3.h>
 
+/// Initializes SQLite once per process with Depot's library settings: no global memory
+/// statistics (SQLITE_CONFIG_MEMSTATUS off), so allocations take no process-wide mutex.
+/// Settings can only be made before SQLite first initializes; when other code in the process
+/// initialized it earlier, its settings stand. Returns sqlite3_initialize's result. Thread safe.
+int depot_sqlite_initialize(void);
+
 /// Applies Depot's safety settings to a fresh connection through the variadic
 /// sqlite3_db_config, which Swift cannot call: defensive mode on, double-quoted string
 /// literals off (DDL and DML), trusted_schema off. Returns SQLITE_OK or the first error.
