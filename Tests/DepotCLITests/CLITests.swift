@@ -431,7 +431,7 @@ struct CLITests {
         let run = try await CLI.run(["bench-sync", "--records", "120", "--entries", "15", "--page-size", "50", "--rounds", "1"], environment: ["TMPDIR": directory.path])
         #expect(run.status == 0, "\(run)")
         #expect(run.stdout.contains("records/s") && run.stdout.contains("entries/s"), "\(run)")
-        #expect(run.stdout.contains("records=120 entries=15 pageSize=50 batchSize=256 pushFields=2 durability=normal"), "\(run)")
+        #expect(run.stdout.contains("records=120 entries=15 pageSize=50 batchSize=512 pushFields=2 durability=normal"), "\(run)")
         // One GET /_batch for the server's limits, then one batch for all 15 entries.
         #expect(run.stdout.contains("4 requests per pull") && run.stdout.contains("2 requests per push"), "\(run)")
         let alone = try await CLI.run(["bench-sync", "--records", "10", "--entries", "15", "--batch-size", "1", "--push-fields", "10", "--rounds", "1"], environment: ["TMPDIR": directory.path])
