@@ -167,7 +167,14 @@ extension SQLiteTransaction {
         }
         assignments.append("\(quoteIdentifier(SQLiteLayout.tagColumn)) = NULLIF(\(tags), ',')")
         let condition = translator.filter(filter)
-        let sql = "UPDATE \(meta.quotedTable) SET \(assignments.joined(separator: ", ")) WHERE \(condition) RETURNING \"id\""
+        let update = "UPDATE \(meta.quotedTable) SET \(assignments.joined(separator: ", ")) WHERE \(condition)"
+        if let id {
+            // One record by its primary key: the count of changed rows says whether it was
+            // there, without RETURNING (whose rows SQLite collects in a temporary table first).
+            let changed = try mappingWriteErrors(meta, id: id) { try connection.run(update, translator.parameters) }
+            return changed > 0 ? [id] : []
+        }
+        let sql = update + " RETURNING \"id\""
         var ids: [RecordID] = []
         try mappingWriteErrors(meta, id: id) {
             try connection.query(sql, translator.parameters) { row in
