@@ -34,6 +34,9 @@ final class SQLiteConnection {
     /// a text once and compares the next rows' bytes with it.
     var lastTags: (text: [UInt8], tags: [String: UInt8])?
     private var cache: [String: OpaquePointer] = [:]
+    /// Partial updates of one record by id, by the shape that decides their statement
+    /// (SQLitePartialAccess.swift): the text is built once per shape, not once per update.
+    private(set) var partialUpdates: [PartialUpdateKey: PartialUpdatePlan] = [:]
     /// The last few statements used, most recent first, checked before `cache`: comparing a
     /// statement's SQL with `==` is immediate when it is the same string (a collection's
     /// cached insert or get SQL), while a dictionary lookup hashes the whole text each time.
@@ -280,6 +283,13 @@ final class SQLiteConnection {
             return false
         }
         return value
+    }
+
+    /// Keeps `plan` for the partial updates of `key`; at most 64 are kept (a store's update
+    /// shapes are few; past that the kept ones are forgotten and built again as needed).
+    func keepPartialUpdate(_ key: PartialUpdateKey, _ plan: PartialUpdatePlan) {
+        if partialUpdates.count >= 64 { partialUpdates.removeAll(keepingCapacity: true) }
+        partialUpdates[key] = plan
     }
 
     var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(db) }

@@ -138,8 +138,18 @@ extension SQLiteTransaction {
             meta = try ensureColumns(Set(change.set.keys), meta)
             try save(meta)
         }
+        // One record by id: the statement's text and constant parameters depend only on the
+        // change's shape, so they are built once per shape and kept on the connection.
+        let shape = id.map { _ in PartialUpdateShape(meta, change) }
+        if let id, let shape, let plan = connection.partialUpdates[shape.key] {
+            let parameters = plan.parameters(values: shape.values, id: SQLiteQueryTranslator.sqlValue(id.fieldValue))
+            let changed = try mappingWriteErrors(meta, id: id) { try connection.run(plan.sql, parameters) }
+            return changed > 0 ? [id] : []
+        }
         var translator = SQLiteQueryTranslator(meta: meta)
         var assignments: [String] = []
+        // Where the values set are bound, in the order of their names (for the plan above).
+        var valueSlots: [Int] = []
         var tags = "COALESCE(\(quoteIdentifier(SQLiteLayout.tagColumn)), ',')"
         for name in change.remove.sorted() {
             guard let index = meta.position[name] else { continue }
@@ -150,6 +160,7 @@ extension SQLiteTransaction {
         for name in change.set.keys.sorted() {
             guard let index = meta.position[name], let value = change.set[name] else { continue }
             let column = meta.columns[index]
+            valueSlots.append(translator.parameters.count)
             assignments.append("\(quoteIdentifier(column)) = \(translator.bind(SQLiteQueryTranslator.sqlValue(value)))")
             tags = "replace(replace(\(tags), \(translator.bind(.text(",\(column):b,"))), ','), \(translator.bind(.text(",\(column):j,"))), ',')"
             switch value {
@@ -166,12 +177,16 @@ extension SQLiteTransaction {
             return ids
         }
         assignments.append("\(quoteIdentifier(SQLiteLayout.tagColumn)) = NULLIF(\(tags), ',')")
+        let beforeFilter = translator.parameters.count
         let condition = translator.filter(filter)
         let update = "UPDATE \(meta.quotedTable) SET \(assignments.joined(separator: ", ")) WHERE \(condition)"
-        if let id {
+        if let id, let shape {
             // One record by its primary key: the count of changed rows says whether it was
             // there, without RETURNING (whose rows SQLite collects in a temporary table first).
             let changed = try mappingWriteErrors(meta, id: id) { try connection.run(update, translator.parameters) }
+            if valueSlots.count == shape.values.count, translator.parameters.count == beforeFilter + 1 {
+                connection.keepPartialUpdate(shape.key, PartialUpdatePlan(sql: update, bound: translator.parameters, valueSlots: valueSlots, idSlot: beforeFilter))
+            }
             return changed > 0 ? [id] : []
         }
         let sql = update + " RETURNING \"id\""
@@ -316,5 +331,72 @@ struct AggregateSQL {
             accumulators.append(accumulator)
         }
         return try AggregateEvaluator.row(query, key: key, accumulators: accumulators, collection: collection)
+    }
+}
+
+/// What decides the text of a partial update of one record by id and its constant
+/// parameters (``SQLiteTransaction/update(_:applying:in:)``): the table, the id's kind, the
+/// columns removed and set, and per column set whether its value is a bool, nested (array or
+/// object) or neither (each writes a different type tag).
+struct PartialUpdateKey: Hashable {
+    var table: String
+    var idKind: IDKind
+    var removed: [String]
+    var set: [String]
+    var kinds: [UInt8]
+}
+
+/// A change's ``PartialUpdateKey`` and the values it sets, in the order of their names:
+/// the fields the collection has a column for, as the statement names them.
+struct PartialUpdateShape {
+    var key: PartialUpdateKey
+    var values: [SQLValue]
+
+    init(_ meta: CollectionMeta, _ change: FieldChange) {
+        var removed: [String] = []
+        for name in change.remove.sorted() {
+            if let index = meta.position[name] { removed.append(meta.columns[index]) }
+        }
+        var set: [String] = [], kinds: [UInt8] = [], values: [SQLValue] = []
+        for name in change.set.keys.sorted() {
+            guard let index = meta.position[name], let value = change.set[name] else { continue }
+            set.append(meta.columns[index])
+            switch value {
+            case .bool: kinds.append(1)
+            case .array, .object: kinds.append(2)
+            default: kinds.append(0)
+            }
+            values.append(SQLiteQueryTranslator.sqlValue(value))
+        }
+        key = PartialUpdateKey(table: meta.quotedTable, idKind: meta.idKind, removed: removed, set: set, kinds: kinds)
+        self.values = values
+    }
+}
+
+/// The statement of one ``PartialUpdateKey``, as the general path built it the first time,
+/// and its parameters with the slots of the values set and of the id left open.
+struct PartialUpdatePlan {
+    let sql: String
+    private let template: [SQLValue]
+    private let valueSlots: [Int]
+    private let idSlot: Int
+
+    /// - Parameters:
+    ///   - bound: the parameters the general path bound for the statement.
+    ///   - valueSlots: where in `bound` the values set are, in the order of their names.
+    ///   - idSlot: where in `bound` the id is.
+    init(sql: String, bound: [SQLValue], valueSlots: [Int], idSlot: Int) {
+        self.sql = sql
+        template = bound
+        self.valueSlots = valueSlots
+        self.idSlot = idSlot
+    }
+
+    /// The statement's parameters for another change of the same shape.
+    func parameters(values: [SQLValue], id: SQLValue) -> [SQLValue] {
+        var out = template
+        for (slot, value) in zip(valueSlots, values) { out[slot] = value }
+        out[idSlot] = id
+        return out
     }
 }

@@ -68,6 +68,38 @@ func errorCode(_ body: () async throws -> Void) async -> DepotError.Code? {
         try await driver.close()
     }
 
+    /// A partial update by id builds its statement once per shape (the columns set and
+    /// removed, the kind of each value set) and then fills in the values: every update of a
+    /// shape already seen must still write its own values, tags and target, and a change of
+    /// kind is a new shape (SQLitePartialAccess.swift).
+    @Test func partialUpdatesOfOneShapeKeepTheirOwnValues() async throws {
+        let dir = try ScratchDirectory()
+        let driver = try await SQLiteDriver(path: dir.store)
+        try await driver.write { tx in
+            for i in 1...4 { try tx.insert(Record(id: .int(Int64(i)), fields: ["a": .string("a\(i)"), "b": .int(Int64(i))]), into: self.users) }
+        }
+        let changes: [(Int64, FieldChange)] = [
+            (1, FieldChange(set: ["a": "x"])), (2, FieldChange(set: ["a": "y"])),  // same shape twice
+            (3, FieldChange(set: ["a": true])), (4, FieldChange(set: ["a": false])),  // bools
+            (1, FieldChange(set: ["a": ["n": 1]])), (2, FieldChange(set: ["a": [1, 2]])),  // nested
+            (3, FieldChange(set: ["a": "back"])),  // a string over a bool: its tag goes
+            (4, FieldChange(set: ["b": 40], remove: ["a"])), (1, FieldChange(set: ["b": 10], remove: ["a"])),
+            (2, FieldChange(set: ["c": "new"])), (3, FieldChange(set: ["c": "column"])),  // a new column, then its shape again
+        ]
+        var expected: [Int64: [String: FieldValue]] = [1: ["a": "a1", "b": 1], 2: ["a": "a2", "b": 2], 3: ["a": "a3", "b": 3], 4: ["a": "a4", "b": 4]]
+        for (id, change) in changes {
+            let found = try await driver.write { tx in try tx.update(.int(id), applying: change, in: self.users) }
+            #expect(found)
+            for (name, value) in change.set { expected[id]?[name] = value }
+            for name in change.remove { expected[id]?[name] = nil }
+            let stored = try await driver.read { tx in try (1...4).map { try tx.get(.int(Int64($0)), from: self.users) } }
+            for (n, record) in stored.enumerated() { #expect(record?.fields == expected[Int64(n + 1)], "after updating \(id) with \(change)") }
+        }
+        let missing = try await driver.write { tx in try tx.update(.int(99), applying: FieldChange(set: ["a": "y"]), in: self.users) }
+        #expect(!missing)
+        try await driver.close()
+    }
+
     @Test func layoutIsOneTablePerCollectionWithRealColumns() async throws {
         let dir = try ScratchDirectory()
         let driver = try await SQLiteDriver(path: dir.store)
