@@ -72,10 +72,7 @@ final class SQLiteConnection {
     /// (tests only: ``SQLiteTestSettings/vfs``); `nil` is the default one.
     /// - Throws: `.io`, `.corrupted`, `.locked` as SQLite reports.
     init(path: String, create: Bool, busyTimeoutMilliseconds: Int32, log: SQLiteStatementLog? = nil, vfs: String? = nil) throws {
-        let initialized = depot_sqlite_initialize()
-        guard initialized == SQLITE_OK else {
-            throw DepotError(.io, "SQLite could not initialize.", cause: SQLiteResult(extendedCode: initialized, message: "initialize"))
-        }
+        try Self.initializeLibrary()
         var handle: OpaquePointer?
         var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         if create { flags |= SQLITE_OPEN_CREATE }
@@ -283,6 +280,16 @@ final class SQLiteConnection {
             return false
         }
         return value
+    }
+
+    /// Initializes SQLite with Depot's library settings, once per process, before a
+    /// connection opens (Docs/SQLiteDriver.md, "Library settings").
+    /// - Throws: `.io` when SQLite cannot initialize.
+    static func initializeLibrary() throws {
+        let initialized = depot_sqlite_initialize()
+        guard initialized == SQLITE_OK else {
+            throw DepotError(.io, "SQLite could not initialize.", cause: SQLiteResult(extendedCode: initialized, message: "initialize"))
+        }
     }
 
     /// Keeps `plan` for the partial updates of `key`; at most 64 are kept (a store's update

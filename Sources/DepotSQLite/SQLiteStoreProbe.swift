@@ -39,10 +39,7 @@ extension SQLiteDriver {
         // the store open, or did not close), the log must be read too.
         let hasLog = FileManager.default.fileExists(atPath: path + "-wal")
         let uri = "file:" + uriEncoded(path) + "?mode=ro" + (hasLog ? "" : "&immutable=1")
-        let initialized = depot_sqlite_initialize()
-        guard initialized == SQLITE_OK else {
-            throw DepotError(.io, "SQLite could not initialize.", cause: SQLiteResult(extendedCode: initialized, message: "initialize"))
-        }
+        try SQLiteConnection.initializeLibrary()
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         let rc = sqlite3_open_v2(uri, &db, flags, nil)

@@ -6,8 +6,8 @@ import Foundation
 /// as its own request would be (Docs/Sync.md, "Batched push"; the wire format is in
 /// Docs/Server.md, "Batched writes").
 extension SyncCoordinator {
-    /// The default of ``pushBatchSize``: 512 entries, whose batch of 10-field records is about
-    /// 300 KB (Docs/Sync.md, "Batched push": with 20,000 entries each, four alternated runs of
+    /// The default of ``pushBatchSize``: 512 entries (Docs/Sync.md, "Batched push": with
+    /// 20,000 entries of 10-field records each, four alternated runs of
     /// `depot bench-sync` pushed 19,323–22,035 entries/s in batches of 256 and
     /// 21,740–23,151 in batches of 512). A DepotServer takes up to 1,000 by default.
     public static let defaultPushBatchSize = 512
