@@ -25,6 +25,9 @@ final class FileSet {
     private(set) var dirty: Set<FileID> = []
     /// A file was created or removed since the last ``syncAll()``.
     private(set) var directoryChanged = false
+    /// Each open file's size when it was opened (0 when created) or last fsynced: where
+    /// ``bytesGrownSinceSync()`` measures from. Guarded by `lock` (readers open files too).
+    private var sizeAtSync: [FileID: Int] = [:]
 
     /// Open files with gdbm's reader mode and never create any.
     var readOnly: Bool
@@ -63,11 +66,14 @@ final class FileSet {
         if FileSystem.exists(path) {
             // gdbm turns an empty file opened for writing into a new database; for a file we
             // wrote, zero bytes means damage, not "empty".
-            guard FileSystem.size(path) > 0 else {
+            let size = FileSystem.size(path)
+            guard size > 0 else {
                 throw GDBMErrors.corrupted("The GDBM file '\(id.fileName)' is empty.", collection: id.collection?.rawValue)
             }
+            sizeAtSync[id] = size
         } else {
             directoryChanged = true
+            sizeAtSync[id] = 0
         }
         return try GDBMFile.open(path: path, name: id.fileName, create: create && !readOnly, readOnly: readOnly, mapped: mapped, lock: lock)
     }
@@ -86,7 +92,10 @@ final class FileSet {
             try f.delete(key)
             dirty.insert(id)
         case .drop(let id):
-            let dropped = lock.withLock { open.removeValue(forKey: id) }
+            let dropped = lock.withLock {
+                sizeAtSync.removeValue(forKey: id)
+                return open.removeValue(forKey: id)
+            }
             // A file dropped in the middle of a batch is closed: nothing to map again.
             batchUnmapped?.removeValue(forKey: id)
             dropped?.close()
@@ -146,7 +155,12 @@ final class FileSet {
 
     /// gdbm_sync on every written file, then fsync of the directory if it changed.
     func syncAll() throws {
-        for id in dirty { try lock.withLock({ open[id] })?.sync() }
+        for id in dirty {
+            guard let file = lock.withLock({ open[id] }) else { continue }
+            try file.sync()
+            let size = try file.byteCount()
+            lock.withLock { sizeAtSync[id] = size }
+        }
         dirty.removeAll()
         if directoryChanged {
             try FileSystem.syncDirectory(directory)
@@ -163,6 +177,10 @@ final class FileSet {
             for id in dirty {
                 guard let f = lock.withLock({ open[id] }) else { continue }
                 descriptors.append((try f.duplicateDescriptor(), f.path))
+                // Taken before the fsync starts: what is written from here on counts as
+                // growth since this sync.
+                let size = try f.byteCount()
+                lock.withLock { sizeAtSync[id] = size }
             }
         } catch {
             for d in descriptors { Glibc.close(d.fd) }
@@ -174,12 +192,26 @@ final class FileSet {
         return (descriptors, changed)
     }
 
+    /// How many bytes the files written since the last sync (``syncAll()``, ``takeDirty()``)
+    /// have grown since then, or since they were opened or created: records added make
+    /// files grow, records rewritten at the same size (gdbm writes them in place) do not.
+    /// - Throws: ``GDBMErrors`` `.io` when a file's size cannot be read.
+    func bytesGrownSinceSync() throws -> Int {
+        var grown = 0
+        for id in dirty {
+            guard let (file, base) = lock.withLock({ open[id].map { ($0, sizeAtSync[id] ?? 0) } }) else { continue }
+            grown += max(0, try file.byteCount() - base)
+        }
+        return grown
+    }
+
     /// Closes every file (a clean close: sound GDBM files).
     func closeAll() {
         let files = lock.withLock {
             defer {
                 open.removeAll()
                 missing.removeAll()
+                sizeAtSync.removeAll()
             }
             return Array(open.values)
         }

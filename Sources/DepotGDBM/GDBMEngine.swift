@@ -94,10 +94,15 @@ final class GDBMEngine: @unchecked Sendable {
     private var syncInFlight = false
     /// File ops applied to the primary files since the last sync point or flush.
     private var opsSinceFlush = 0
-    /// After this many file ops applied since the last fsync of the primary files (a bulk
+    /// After this many file ops applied since the last fsync of the primary files, the writer
+    /// looks at how much the files grew since (``flushAfterGrowth``).
+    static let flushAfterOps = 8192
+    /// When the primary files grew by at least this many bytes since their last fsync (a
     /// load), a **flush** starts: a sync point's background fsyncs without its mark, so the
     /// load's pages reach the disk while it runs, not during the writes that follow it.
-    static let flushAfterOps = 8192
+    /// Records rewritten in place (updates) do not count: their pages wait for the next sync
+    /// point (Docs/GDBMDriver.md, "Transactions", step 5).
+    static let flushAfterGrowth = 4 << 20
     /// How many times the open path rebuilt the primary files (tests read it after opening).
     private(set) var rebuilds = 0
     /// Flushes whose fsyncs finished (tests).
@@ -882,7 +887,11 @@ final class GDBMEngine: @unchecked Sendable {
             if syncPointDue {
                 try startSyncPoint()
             } else if !syncInFlight && opsSinceFlush >= GDBMEngine.flushAfterOps {
-                try startSyncPoint(mark: false)
+                if try primary.bytesGrownSinceSync() >= GDBMEngine.flushAfterGrowth {
+                    try startSyncPoint(mark: false)
+                } else {
+                    opsSinceFlush = 0
+                }
             }
         } catch {
             state.withLock { $0.failure = DepotError.wrap(error, as: .io, "Rotating the GDBM journal or starting a sync point failed.") }

@@ -286,6 +286,17 @@ final class GDBMFile {
         return fd
     }
 
+    /// The file's size in bytes (`fstat(2)` of gdbm's descriptor).
+    /// - Throws: ``GDBMErrors`` `.io` when `fstat` fails; `.closed` for a closed file.
+    func byteCount() throws -> Int {
+        let dbf = try dbf()
+        lock.lock()
+        defer { lock.unlock() }
+        var status = stat()
+        guard fstat(gdbm_fdesc(dbf), &status) == 0 else { throw GDBMErrors.system(errno, "fstat", path: path) }
+        return Int(status.st_size)
+    }
+
     /// Closes the file (a clean close leaves a sound GDBM database). Idempotent.
     func close() {
         if let handle {

@@ -333,16 +333,50 @@ import Testing
         try await recovered.close()
     }
 
-    /// A commit of more than `flushAfterOps` file ops starts a flush: the primary files are
-    /// fsynced in the background with no `applied` mark (the next commit is not made to
-    /// fsync its journal record), so a bulk load's pages reach the disk while it runs.
-    @Test func aBulkCommitStartsAFlushWithoutAMark() async throws {
+    /// More than `flushAfterOps` file ops that rewrite records at their size (a steady update
+    /// load) start no flush: gdbm writes them in place, the files do not grow, and their
+    /// pages wait for the next sync point instead of an fsync every `flushAfterOps` ops
+    /// (Docs/GDBMDriver.md, "Transactions", step 5).
+    @Test func updatesInPlaceStartNoFlush() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let users = self.users
         let driver = try await open(dir, "?durability=normal")
+        let records = 100
+        let text = String(repeating: "a", count: 1000)
         try await driver.write { tx in
-            for i in 1...(GDBMEngine.flushAfterOps + 100) { try tx.insert(Record(id: .int(Int64(i)), fields: ["n": .int(Int64(i))]), into: users) }
+            for i in 1...records { try tx.insert(Record(id: .int(Int64(i)), fields: ["text": .string(text)]), into: users) }
+        }
+        let commits = GDBMEngine.flushAfterOps / records + 2
+        for c in 0..<commits {
+            // The same length every time, other bytes.
+            let changed = String(repeating: c % 2 == 0 ? "b" : "c", count: 1000)
+            try await driver.write { tx in
+                for i in 1...records { try tx.update(Record(id: .int(Int64(i)), fields: ["text": .string(changed)]), in: users) }
+            }
+        }
+        #expect(commits * records > GDBMEngine.flushAfterOps)
+        await driver.engine.waitForFolds()
+        await driver.engine.waitForSyncPoints()
+        #expect(driver.engine.flushes == 0)
+        #expect(try await driver.read { tx in try tx.get(.int(7), from: users) }?.fields["text"] == .string(String(repeating: commits % 2 == 1 ? "b" : "c", count: 1000)))
+        try await driver.close()
+    }
+
+    /// A commit of more than `flushAfterOps` file ops that grows the primary files by more
+    /// than `flushAfterGrowth` starts a flush: the primary files are fsynced in the
+    /// background with no `applied` mark (the next commit is not made to fsync its journal
+    /// record), so a bulk load's pages reach the disk while it runs.
+    @Test func aBulkCommitStartsAFlushWithoutAMark() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let users = self.users
+        // A segment that holds the whole commit, so the journal it ends is the active one.
+        let driver = try await open(dir, "?durability=normal&checkpoint_kb=65536")
+        // Twice the growth a flush needs, spread over the ops.
+        let text = String(repeating: "x", count: 2 * GDBMEngine.flushAfterGrowth / GDBMEngine.flushAfterOps)
+        try await driver.write { tx in
+            for i in 1...(GDBMEngine.flushAfterOps + 100) { try tx.insert(Record(id: .int(Int64(i)), fields: ["n": .int(Int64(i)), "text": .string(text)]), into: users) }
         }
         await driver.engine.waitForFolds()
         // The flush's fsyncs run in the background; waitForFolds does not wait for them.
