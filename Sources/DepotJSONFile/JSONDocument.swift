@@ -98,36 +98,50 @@ enum JSONDocument {
         var encoded = CollectionBytes()
         encoded.records.reserveCapacity(collection.records.count)
         encoded.chunks.reserveCapacity(collection.records.count)
-        let changed = touched.sorted()
-        var j = 0
+        // What goes before every record but the first: a comma and the record's line break.
+        var separator: [UInt8] = [0x2C]
+        lineBreak(&separator, indent: w.indent, level: 2)
         w.byte(0x5B)
-        for (i, kept) in old.records.enumerated() {
-            let id = kept.id
-            while j < changed.count, changed[j] < id {
-                append(&w, &encoded, changed[j], collection)
-                j += 1
-            }
-            if j < changed.count, changed[j] == id {
-                append(&w, &encoded, id, collection)
-                j += 1
-            } else {
-                append(&w, &encoded, kept, chunk: old.chunks[i])
-            }
+        // The untouched records between two touched ones go over as a run: their place is
+        // found by binary search (the records are in id order), their texts are copied.
+        var next = 0
+        for id in touched.sorted() {
+            let end = firstIndex(in: old.records, from: next, notBelow: id)
+            appendKept(&w, &encoded, old, next..<end, separator: separator)
+            next = end
+            if next < old.records.count, old.records[next].id == id { next += 1 }
+            append(&w, &encoded, id, collection)
         }
-        while j < changed.count {
-            append(&w, &encoded, changed[j], collection)
-            j += 1
-        }
+        appendKept(&w, &encoded, old, next..<old.records.count, separator: separator)
         return encoded
     }
 
-    /// Appends an untouched record with its cached `chunk` and the separator before it.
-    private static func append(_ w: inout JSONWriter, _ encoded: inout CollectionBytes, _ kept: Record, chunk: [UInt8]) {
-        if !encoded.records.isEmpty { w.byte(0x2C) }
-        lineBreak(&w, level: 2)
-        w.bytes.append(contentsOf: chunk)
-        encoded.records.append(kept)
-        encoded.chunks.append(chunk)
+    /// The first index at or after `low` whose record's id is not below `id` (`records` are
+    /// in id order).
+    private static func firstIndex(in records: [Record], from low: Int, notBelow id: RecordID) -> Int {
+        var low = low
+        var high = records.count
+        while low < high {
+            let mid = low + (high - low) / 2
+            if records[mid].id < id { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+
+    /// Appends the untouched records `range` of `old` with their cached texts, each after
+    /// its separator (`separator`, or only the line break before the collection's first).
+    private static func appendKept(_ w: inout JSONWriter, _ encoded: inout CollectionBytes, _ old: CollectionBytes, _ range: Range<Int>, separator: [UInt8]) {
+        guard !range.isEmpty else { return }
+        for (n, chunk) in old.chunks[range].enumerated() {
+            if n == 0 && encoded.records.isEmpty {
+                w.bytes.append(contentsOf: separator[1...])
+            } else {
+                w.bytes.append(contentsOf: separator)
+            }
+            w.bytes.append(contentsOf: chunk)
+        }
+        encoded.records.append(contentsOf: old.records[range])
+        encoded.chunks.append(contentsOf: old.chunks[range])
     }
 
     /// Appends the record `id` of `collection` freshly serialized (nothing if it no longer
@@ -150,8 +164,13 @@ enum JSONDocument {
     /// A line break, indented when pretty: the top two levels always break, so each record
     /// is on a line of its own (small diffs) even when not pretty.
     private static func lineBreak(_ w: inout JSONWriter, level: Int) {
-        w.byte(0x0A)
-        if let indent = w.indent, level > 0 { w.bytes.append(contentsOf: repeatElement(0x20, count: indent * level)) }
+        lineBreak(&w.bytes, indent: w.indent, level: level)
+    }
+
+    /// ``lineBreak(_:level:)`` into `bytes`, for a writer whose indent is `indent`.
+    private static func lineBreak(_ bytes: inout [UInt8], indent: Int?, level: Int) {
+        bytes.append(0x0A)
+        if let indent, level > 0 { bytes.append(contentsOf: repeatElement(0x20, count: indent * level)) }
     }
 
     private static func record(_ w: inout JSONWriter, id: RecordID, fields: [String: FieldValue], level: Int) {
