@@ -498,21 +498,23 @@ enum BinaryCodec {
     /// With `layouts`, a record whose field names are exactly those of a known layout (in any
     /// order) is decoded into a copy of the layout's template, and the names of a record that
     /// matches none are offered to the cache to learn. The result is the same either way.
-    static func decodeFields(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, layouts: FieldLayoutCache? = nil) throws(RecordProblem) -> [String: FieldValue] {
+    /// `known`, when given, are the layouts to try instead of `layouts`' current ones: a
+    /// reader slot's own copies (``ReaderHandles``); `layouts` still learns.
+    static func decodeFields(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, layouts: FieldLayoutCache? = nil, known: [FieldLayout]? = nil) throws(RecordProblem) -> [String: FieldValue] {
         try verify(key: key, value: value)
-        return try decodeVerifiedFields(value, layouts: layouts)
+        return try decodeVerifiedFields(value, layouts: layouts, known: known)
     }
 
     /// ``decodeFields(key:value:layouts:)`` of a record whose version and checksum were
     /// already verified (``decodeFieldValues(key:value:layouts:into:)`` found no layout).
-    static func decodeVerifiedFields(_ value: UnsafeRawBufferPointer, layouts: FieldLayoutCache?) throws(RecordProblem) -> [String: FieldValue] {
+    static func decodeVerifiedFields(_ value: UnsafeRawBufferPointer, layouts: FieldLayoutCache?, known: [FieldLayout]? = nil) throws(RecordProblem) -> [String: FieldValue] {
         do {
             var r = ByteReader(value, from: 5)
             let n = try r.varint()
             guard n <= r.remaining else { throw ByteReader.Malformed() }
             let fieldsStart = r.position
             if let layouts, n >= 2, n <= FieldLayoutCache.maximumFields {
-                for layout in layouts.current() where layout.count == n {
+                for layout in known ?? layouts.current() where layout.count == n {
                     if let fields = try decode(&r, as: layout) { return fields }
                     r.position = fieldsStart
                 }

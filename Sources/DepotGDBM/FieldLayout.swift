@@ -1,5 +1,6 @@
 import DepotCore
 import Foundation
+import Synchronization
 
 /// A set of field names, with a dictionary of them all mapped to null: decoding a record
 /// whose names are exactly these copies the dictionary and sets each value through its
@@ -132,6 +133,17 @@ final class FieldLayoutCache: Sendable {
         state.withLock { $0.layouts }
     }
 
+    /// Counts the layouts learned: a copy of ``current()`` taken at one count (with
+    /// ``snapshot()``) is current until the count changes. Read without the lock: reader
+    /// slots keep copies of their own (``ReaderHandles``), because a lock word or reference
+    /// count written by two reading threads bounces between their cores.
+    let version = Atomic<Int>(0)
+
+    /// ``current()`` and the ``version`` it is current at.
+    func snapshot() -> (version: Int, layouts: [FieldLayout]) {
+        state.withLock { ($0.learned, $0.layouts) }
+    }
+
     /// The number of layouts learned since the cache was made.
     var learnedCount: Int { state.withLock { $0.learned } }
 
@@ -150,6 +162,7 @@ final class FieldLayoutCache: Sendable {
             state.layouts.insert(layout, at: 0)
             if state.layouts.count > FieldLayoutCache.capacity { state.layouts.removeLast() }
             state.learned += 1
+            version.store(state.learned, ordering: .releasing)
         }
     }
 }

@@ -34,10 +34,75 @@ final class FileSet {
     /// Let gdbm memory-map the files (see ``GDBMFile/open(path:name:create:readOnly:mapped:lock:)``).
     let mapped: Bool
 
-    init(directory: String, readOnly: Bool = false, mapped: Bool = true) {
+    /// Read-only handles for read transactions' fetches (``ReaderHandles``); `nil` for a set
+    /// opened without them (the backups).
+    let readers: ReaderHandles?
+
+    /// Counts the changes made to the files' contents (stores, deletes, drops, closes): a
+    /// reader handle opened at one count is current until the next. Changed only with the
+    /// engine's files lock held for writing, read by read transactions holding it for
+    /// reading.
+    private(set) var changeCount: UInt64 = 0
+    /// When the files last changed (``GDBMEngine/monotonicNanoseconds()``), guarded the
+    /// same way: reader handles are reopened only after a quiet spell (``ReaderHandles``).
+    private(set) var changedAt: UInt64 = 0
+
+    init(directory: String, readOnly: Bool = false, mapped: Bool = true, readerSlots: Int = 0) {
         self.directory = directory
         self.readOnly = readOnly
         self.mapped = mapped
+        readers = readerSlots > 0 && mapped ? ReaderHandles(slots: readerSlots) : nil
+    }
+
+    /// What ``fetchForReader(_:_:layouts:_:)`` did.
+    enum ReaderFetch<T> {
+        case done(T?)
+        /// Read it through the writer's handle (``file(_:create:)``, ``GDBMFile/fetch(_:_:)``).
+        case declined
+    }
+
+    /// Fetches `key` from the file `id` for a read transaction, which holds the engine's
+    /// files lock for reading; `body` gets the value and the field layouts to decode it with
+    /// (`nil`: the store's shared ones).
+    ///
+    /// In order: this thread's reader handle if it is current (``ReaderHandles``); the
+    /// writer's handle if no other thread is in gdbm at that moment (its mapping and bucket
+    /// cache are warm, and its lock is taken once, not twice); a reader handle, reopened if
+    /// the files have been quiet long enough. `.declined` leaves the read to the writer's
+    /// handle, waiting for its lock. So one thread reading alone never opens a reader handle,
+    /// and threads reading at once soon read side by side.
+    func fetchForReader<T>(_ id: FileID, _ key: [UInt8], layouts: FieldLayoutCache, _ body: (UnsafeRawBufferPointer, [FieldLayout]?) throws -> T) throws -> ReaderFetch<T> {
+        guard let readers else { return .declined }
+        if readerHandlesFirst {
+            return switch try readers.fetch(id, path: self.path(id), changeCount: changeCount, changedAt: changedAt, onlyIfCurrent: false, quiet: 0, layouts: layouts, key, body) {
+            case .done(let value): .done(value)
+            case .declined: .declined
+            }
+        }
+        if case .done(let value) = try readers.fetch(id, path: self.path(id), changeCount: changeCount, changedAt: changedAt, onlyIfCurrent: true, layouts: layouts, key, body) {
+            return .done(value)
+        }
+        if lock.tryLock() {
+            guard let file = open[id] else {
+                lock.unlock()
+                return .declined
+            }
+            return .done(try file.fetch(holdingLock: key) { try body($0, nil) })
+        }
+        switch try readers.fetch(id, path: self.path(id), changeCount: changeCount, changedAt: changedAt, onlyIfCurrent: false, layouts: layouts, key, body) {
+        case .done(let value): return .done(value)
+        case .declined: return .declined
+        }
+    }
+
+    /// For tests: reads go to the reader handles first, reopened as soon as they are
+    /// stale, whether or not the writer's handle is free.
+    var readerHandlesFirst = false
+
+    /// Marks the files changed: reader handles opened before are stale.
+    private func changed() {
+        changeCount &+= 1
+        changedAt = GDBMEngine.monotonicNanoseconds()
     }
 
     func path(_ id: FileID) -> String { directory + "/" + id.fileName }
@@ -80,6 +145,7 @@ final class FileSet {
 
     /// Applies one change.
     func apply(_ op: FileOp) throws {
+        changed()
         switch op {
         case .put(let id, let key, let value):
             guard let f = try file(id, create: true) else { return }
@@ -98,6 +164,7 @@ final class FileSet {
             }
             // A file dropped in the middle of a batch is closed: nothing to map again.
             batchUnmapped?.removeValue(forKey: id)
+            readers?.closeAll()
             dropped?.close()
             dirty.remove(id)
             try FileSystem.remove(path(id))
@@ -207,6 +274,8 @@ final class FileSet {
 
     /// Closes every file (a clean close: sound GDBM files).
     func closeAll() {
+        changed()
+        readers?.closeAll()
         let files = lock.withLock {
             defer {
                 open.removeAll()
@@ -223,6 +292,7 @@ final class FileSet {
     func removeAllFiles() throws {
         closeAll()
         for id in try FileSystem.gdbmFiles(in: directory) { try FileSystem.remove(path(id)) }
+        changed()
         directoryChanged = true
     }
 }

@@ -38,5 +38,7 @@ final class FilesLock: NSLocking, @unchecked Sendable {
     }
 
     func lock() { pthread_mutex_lock(mutex) }
+    /// Takes the lock if it is free; `false` (without waiting) when another thread holds it.
+    func tryLock() -> Bool { pthread_mutex_trylock(mutex) == 0 }
     func unlock() { pthread_mutex_unlock(mutex) }
 }

@@ -1,5 +1,6 @@
 import DepotCore
 import Foundation
+import Synchronization
 
 /// A driver over GNU dbm (libgdbm) files: a store is a directory of genuine GDBM
 /// databases, one pair per collection, plus a redo journal that makes transactions atomic
@@ -33,7 +34,9 @@ public final class GDBMDriver: StorageDriver {
     public var capabilities: DriverCapabilities { .complete }
 
     let engine: GDBMEngine
-    private let closed = Locked(false)
+    /// An atomic, not a lock: every read checks it, and a lock word written by two threads
+    /// reading at once would bounce between their cores (Docs/GDBMDriver.md, "Concurrent reads").
+    private let closed = Atomic<Bool>(false)
 
     /// The store's writer thread as a task executor.
     ///
@@ -144,7 +147,7 @@ public final class GDBMDriver: StorageDriver {
     }
 
     private func checkOpen() throws {
-        if closed.withLock({ $0 }) { throw DepotError(.closed, "The GDBM store is closed.") }
+        if closed.load(ordering: .acquiring) { throw DepotError(.closed, "The GDBM store is closed.") }
     }
 
     /// Runs `body` in a read transaction: one snapshot, unaffected by writers that commit
@@ -161,9 +164,13 @@ public final class GDBMDriver: StorageDriver {
         let engine = self.engine
         // A task running on the writer thread (it prefers `taskExecutor`) reads right there.
         if engine.thread.isCurrent { return try engine.read(body) }
-        // After a failed apply, the writer thread repairs the files first.
-        if engine.needsRepair { try await engine.thread.run { try engine.writerLock.withLock { try engine.repairIfFailed() } } }
-        if case .done(let value) = try engine.readInline(body) { return value }
+        // After a failed apply (`.repairFirst`), the writer thread repairs the files first; the
+        // read then runs on the pool.
+        switch try engine.readInline(body) {
+        case .done(let value): return value
+        case .declined, .repairFirst:
+            if engine.needsRepair { try await engine.thread.run { try engine.writerLock.withLock { try engine.repairIfFailed() } } }
+        }
         return try await engine.readers.run { try engine.read(body) }
     }
 
@@ -189,9 +196,13 @@ public final class GDBMDriver: StorageDriver {
         try checkOpen()
         let engine = self.engine
         if engine.thread.isCurrent { return try engine.read(body) }
-        // After a failed apply, the writer thread repairs the files first.
-        if engine.needsRepair { try engine.thread.runBlocking(nonEscaping: { try engine.writerLock.withLock { try engine.repairIfFailed() } }) }
-        if case .done(let value) = try engine.readInline(body) { return value }
+        // After a failed apply (`.repairFirst`), the writer thread repairs the files first; the
+        // read then runs on the pool.
+        switch try engine.readInline(body) {
+        case .done(let value): return value
+        case .declined, .repairFirst:
+            if engine.needsRepair { try engine.thread.runBlocking(nonEscaping: { try engine.writerLock.withLock { try engine.repairIfFailed() } }) }
+        }
         return try engine.readers.runBlocking(nonEscaping: { try engine.read(body) })
     }
 
@@ -215,7 +226,7 @@ public final class GDBMDriver: StorageDriver {
     /// with `pread` instead of its memory mapping (``GDBMFile/beginUnmappedReads()``), so
     /// memory stays bounded by the ids, not the file's size.
     public func stream(_ query: Query, from collection: CollectionName) -> RecordStream {
-        if closed.withLock({ $0 }) { return RecordStream(failing: DepotError(.closed, "The GDBM store is closed.")) }
+        if closed.load(ordering: .acquiring) { return RecordStream(failing: DepotError(.closed, "The GDBM store is closed.")) }
         let engine = self.engine
         return RecordStream { sink in
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -271,16 +282,12 @@ public final class GDBMDriver: StorageDriver {
     /// folds the journal into the backup and releases the lock. Closing twice is harmless.
     /// - Throws: `.io` when the final sync fails (the journal still holds every commit).
     public func close() async throws {
-        let wasClosed = closed.withLock { value -> Bool in
-            defer { value = true }
-            return value
-        }
-        if wasClosed { return }
+        if closed.exchange(true, ordering: .acquiringAndReleasing) { return }
         try await GDBMEngine.release(engine)
     }
 
     deinit {
-        if !closed.withLock({ $0 }) {
+        if !closed.load(ordering: .acquiring) {
             let engine = self.engine
             Task { try? await GDBMEngine.release(engine) }
         }

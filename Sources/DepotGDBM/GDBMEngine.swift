@@ -1,5 +1,6 @@
 import DepotCore
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -113,7 +114,11 @@ final class GDBMEngine: @unchecked Sendable {
     private struct Shared {
         var catalog: [CollectionName: CollectionMeta] = [:]
         /// Commits published but not yet applied to the files, oldest first.
-        var pending: [CommittedLayer] = []
+        var pending: [CommittedLayer] = [] {
+            didSet { pendingCount.value.store(pending.count, ordering: .sequentiallyConsistent) }
+        }
+        /// `pending.count`, also readable without the lock (``GDBMEngine/pendingCount``).
+        let pendingCount: PendingCount
         var generation: UInt64 = 0
         var isOpen = false
         /// Set when applying a journaled commit failed: the files may be partial until the
@@ -124,7 +129,16 @@ final class GDBMEngine: @unchecked Sendable {
         var pendingOps = 0
     }
 
-    private let state = Locked(Shared())
+    private let state: Locked<Shared>
+
+    /// How many commits wait to be applied, kept by ``Shared/pending``: a read transaction
+    /// that ends reads it instead of taking the state lock when nothing waits, which is
+    /// nearly always (a lock word written by two reading threads bounces between their
+    /// cores; Docs/GDBMDriver.md, "Concurrent reads").
+    final class PendingCount: Sendable {
+        let value = Atomic<Int>(0)
+    }
+    private let pendingCount: PendingCount
 
     /// The backups and the closed segments (guarded by its own lock: folds change it in the
     /// background, the writer adds segments).
@@ -151,10 +165,13 @@ final class GDBMEngine: @unchecked Sendable {
     private init(directory: String, options: EngineOptions) {
         self.directory = directory
         self.options = options
+        let pendingCount = PendingCount()
+        self.pendingCount = pendingCount
+        self.state = Locked(Shared(pendingCount: pendingCount))
         self.thread = BlockingExecutor(name: "depot.gdbm.writer", stackSize: 4 << 20, closedMessage: "The GDBM store is closed.")
         self.readers = BlockingExecutor(name: "depot.gdbm.reader", workers: 4, stackSize: 4 << 20, closedMessage: "The GDBM store is closed.")
         self.background = BlockingExecutor(name: "depot.gdbm.fold", stackSize: 4 << 20, closedMessage: "The GDBM store is closed.")
-        self.primary = FileSet(directory: directory + "/data", readOnly: options.readOnly)
+        self.primary = FileSet(directory: directory + "/data", readOnly: options.readOnly, readerSlots: ReaderHandles.defaultSlots)
         self.backups = BackupState.directoryNames.map { FileSet(directory: directory + "/" + $0, mapped: false) }
     }
 
@@ -601,8 +618,10 @@ final class GDBMEngine: @unchecked Sendable {
 
     /// ``checkUsable()`` and ``begin(writable:)`` under one take of the state lock (an inline
     /// read's path).
-    private func beginUsable(writable: Bool) throws -> GDBMTransaction {
+    /// `nil` when a failed apply waits for repair (``repairIfFailed()``).
+    private func beginUsable(writable: Bool) throws -> GDBMTransaction? {
         let (open, failure, catalog, layers, generation) = state.withLock { ($0.isOpen, $0.failure, $0.catalog, $0.pending, $0.generation) }
+        if open && failure != nil { return nil }
         try GDBMEngine.checkUsable(open: open, failure: failure)
         return GDBMTransaction(engine: self, writable: writable, catalog: catalog, layers: layers, generation: generation)
     }
@@ -633,6 +652,8 @@ final class GDBMEngine: @unchecked Sendable {
         case done(T)
         /// Not run (a lock was busy) or abandoned (over budget): run it on the store's threads.
         case declined
+        /// Not run: a failed apply waits for repair (``needsRepair``).
+        case repairFirst
     }
 
     /// Gdbm calls an inline transaction may make before it is abandoned.
@@ -647,7 +668,7 @@ final class GDBMEngine: @unchecked Sendable {
             filesLock.unlock()
             scheduleApply()
         }
-        let tx = try beginUsable(writable: false)
+        guard let tx = try beginUsable(writable: false) else { return .repairFirst }
         tx.inlineBudget = GDBMEngine.inlineBudget
         defer { tx.isValid = false }
         do {
@@ -660,7 +681,12 @@ final class GDBMEngine: @unchecked Sendable {
     }
 
     /// After the last reader of a snapshot leaves, the writer thread applies pending commits.
+    ///
+    /// A commit stores the count before it tries the files lock for writing and a reader
+    /// reads it after releasing the lock for reading (both sequentially consistent), so a
+    /// reader that finds no commit waiting left the lock before that commit tried it.
     private func scheduleApply(force: Bool = false) {
+        guard force || pendingCount.value.load(ordering: .sequentiallyConsistent) > 0 else { return }
         let needed = state.withLock { shared -> Bool in
             guard force || !shared.pending.isEmpty, !shared.applyScheduled, shared.isOpen else { return false }
             shared.applyScheduled = true

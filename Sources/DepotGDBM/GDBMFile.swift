@@ -148,8 +148,17 @@ final class GDBMFile {
 
     /// Calls `body` with the value stored under `key`; `nil` when there is none.
     func fetch<T>(_ key: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
-        let dbf = try dbf()
         lock.lock()
+        return try fetch(holdingLock: key, body)
+    }
+
+    /// ``fetch(_:_:)`` for a caller that took `lock` already; it is released before `body`
+    /// runs (or the call throws).
+    func fetch<T>(holdingLock key: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
+        guard let dbf = handle else {
+            lock.unlock()
+            throw DepotError(.internal, "GDBM file '\(name)' used after close.")
+        }
         let found = key.withUnsafeBytes { raw -> datum in
             let k = datum(dptr: UnsafeMutablePointer(mutating: raw.baseAddress?.assumingMemoryBound(to: CChar.self)), dsize: Int32(raw.count))
             return gdbm_fetch(dbf, k)

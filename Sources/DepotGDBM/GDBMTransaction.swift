@@ -218,12 +218,13 @@ final class GDBMTransaction: WriteTransaction {
 
     /// The record stored under `key` with bytes `value`. `knownID` is the id `key` was built
     /// from, when the caller has it (a get by id): the id is then not decoded again.
-    private func decodeRecord(_ collection: CollectionName, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, knownID: RecordID? = nil) throws -> Record {
+    /// `layouts`, when given, are the field layouts to decode with (a reader slot's copies).
+    private func decodeRecord(_ collection: CollectionName, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, knownID: RecordID? = nil, layouts: [FieldLayout]? = nil) throws -> Record {
         guard let id = knownID ?? (try? BinaryCodec.id(fromKey: key)) else {
             throw GDBMErrors.corrupted("A record key in collection '\(collection)' (file '\(collection).records.gdbm') cannot be decoded.", collection: collection.rawValue)
         }
         do {
-            return Record(id: id, fields: try BinaryCodec.decodeFields(key: key, value: value, layouts: engine.fieldLayouts))
+            return Record(id: id, fields: try BinaryCodec.decodeFields(key: key, value: value, layouts: engine.fieldLayouts, known: layouts))
         } catch {
             throw GDBMErrors.badRecord(error, collection: collection.rawValue, id: id)
         }
@@ -239,6 +240,12 @@ final class GDBMTransaction: WriteTransaction {
             return nil
         case .inFile:
             try spend()
+            // A read transaction fetches through a reader handle of its own when it can.
+            if !writable, case .done(let record) = try engine.primary.fetchForReader(file, key, layouts: engine.fieldLayouts, { value, layouts in
+                try key.withUnsafeBytes { k in try decodeRecord(collection, key: k, value: value, knownID: id, layouts: layouts) }
+            }) {
+                return record
+            }
             guard let committed = try committedFile(file) else { return nil }
             let record = try committed.fetch(key) { value in try key.withUnsafeBytes { k in try decodeRecord(collection, key: k, value: value, knownID: id) } }
             // Only a write transaction asks again (an update after its get).
@@ -591,7 +598,7 @@ final class GDBMTransaction: WriteTransaction {
     func beginUnmappedReads(of collection: CollectionName) throws -> UnmappedReads? {
         try checkValid()
         guard let file = try committedFile(.records(collection)) else { return nil }
-        return UnmappedReads(file)
+        return UnmappedReads(file, readers: engine.primary.readers)
     }
 
     /// The records of `ids` that still exist and match `filter` (a stream's page).
@@ -959,11 +966,16 @@ final class UnmappedReads: @unchecked Sendable {
     // take the file's lock (and do nothing once the file is closed); `ended` is guarded by
     // `lock`.
     private let file: GDBMFile
+    /// Kept off while the stream runs (``ReaderHandles/unmappedStreams``): their mappings
+    /// would bring the file's pages in.
+    private let readers: ReaderHandles?
     private let lock = NSLock()
     private var ended = false
 
-    init(_ file: GDBMFile) {
+    init(_ file: GDBMFile, readers: ReaderHandles? = nil) {
         self.file = file
+        self.readers = readers
+        readers?.unmappedStreams.add(1, ordering: .sequentiallyConsistent)
         file.beginUnmappedReads()
     }
 
@@ -973,7 +985,10 @@ final class UnmappedReads: @unchecked Sendable {
             defer { ended = true }
             return !ended
         }
-        if first { file.endUnmappedReads() }
+        if first {
+            file.endUnmappedReads()
+            readers?.unmappedStreams.subtract(1, ordering: .sequentiallyConsistent)
+        }
     }
 
     deinit { end() }
