@@ -21,9 +21,10 @@ import Darwin
 /// holds it nothing changes, so a handle opened at the current change count reads exactly
 /// what the writer's handle would.
 ///
-/// They are for reads that would otherwise wait: a read first tries the writer's handle
-/// (``FileSet/fetchForReader(_:_:layouts:_:)``), whose mapping and bucket cache are warm, and
-/// comes here only when another thread is inside gdbm at that moment. The handles sit in a
+/// They are for reads that would otherwise wait (``FileSet/fetchForReader(_:_:layouts:_:)``):
+/// a read uses its thread's handle if that is current, else the writer's handle if no other
+/// thread is inside gdbm at that moment (its mapping and bucket cache are warm), and only
+/// then opens or reopens a handle here, so a thread reading alone never does. The handles sit in a
 /// few *slots*, each with its own lock and its own handles; a thread keeps to one slot
 /// (chosen when it first reads), so two threads reading at once take different locks and
 /// touch different memory. A fresh handle costs something (opening it takes 20–45 µs on a
