@@ -24,7 +24,12 @@ public struct Collection: Sendable {
         let name = self.name
         // Straight to the driver: `Store.read`'s wrapper transaction and nesting marker serve
         // closures that run caller code, and this one runs none (two allocations a read less).
-        return try await store.driver.read { tx in try tx.get(id, from: name) }
+        // On the calling thread first when that takes no waiting: no escaping closure, no
+        // task switch into `read`.
+        let driver = store.driver
+        var record: Record?
+        if try driver.readWithoutWaiting({ tx in record = try tx.get(id, from: name) }) { return record }
+        return try await driver.read { tx in try tx.get(id, from: name) }
     }
 
     /// Adds `record` in its own transaction, creating the collection if needed.

@@ -76,8 +76,14 @@ public struct Repository<M: StoredModel>: Sendable {
         // Straight to the driver, as `Collection.get` does: `Store.read`'s wrapper transaction
         // and its closure cost two allocations a read. The nesting marker stays, because
         // decoding runs the model's code (its value transformers).
-        let model = try await store.driver.read { tx in
-            try TransactionMarker.inside(store) { try StoreReadTransaction.model(M.self, id: recordID, alternates: alternates, in: collection, of: tx) }
+        let driver = store.driver
+        var model: M?
+        if try !driver.readWithoutWaiting({ tx in
+            model = try TransactionMarker.inside(store) { try StoreReadTransaction.model(M.self, id: recordID, alternates: alternates, in: collection, of: tx) }
+        }) {
+            model = try await driver.read { tx in
+                try TransactionMarker.inside(store) { try StoreReadTransaction.model(M.self, id: recordID, alternates: alternates, in: collection, of: tx) }
+            }
         }
         if let cache, let model, let generation { cache.put(recordID, model, ifGeneration: generation) }
         return model

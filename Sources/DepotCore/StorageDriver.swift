@@ -48,6 +48,19 @@ public protocol StorageDriver: AnyObject, Sendable {
     /// run `body` on the calling thread or its own without a task.
     func readBlocking<T>(_ body: (any ReadTransaction) throws -> T) throws -> T
 
+    /// Runs `body` in a read transaction right on the calling thread when that takes no
+    /// waiting (no lock another thread holds, no hand-off to a driver thread) and returns
+    /// `true`; returns `false` when it cannot, and the caller then uses ``read(_:)``. For
+    /// short reads from async code, which would otherwise pay for ``read(_:)``'s escaping
+    /// closure and its task switch: `Collection.get` and `Repository.find` try it first,
+    /// with `body` storing its result in a variable of theirs.
+    ///
+    /// Same snapshot and errors as ``read(_:)``. On `false`, `body` did not run or what it
+    /// produced must be discarded (a driver may abandon a transaction that outgrew its
+    /// inline budget), so `body` may be called twice: keep it free of side effects other
+    /// than its result. The default returns `false` without running `body`.
+    func readWithoutWaiting(_ body: (any ReadTransaction) throws -> Void) throws -> Bool
+
     /// Runs `body` in a write transaction and blocks the calling thread until it has
     /// committed (or rolled back): the synchronous twin of ``write(_:)``. Not for async code.
     ///
@@ -398,6 +411,9 @@ extension WriteTransaction {
 }
 
 extension StorageDriver {
+    /// The default ``StorageDriver/readWithoutWaiting(_:)``: `false`, `body` not run.
+    public func readWithoutWaiting(_ body: (any ReadTransaction) throws -> Void) throws -> Bool { false }
+
     /// The default ``StorageDriver/readBlocking(_:)``: ``StorageDriver/read(_:)`` in a task,
     /// waited for.
     public func readBlocking<T>(_ body: (any ReadTransaction) throws -> T) throws -> T {

@@ -72,9 +72,12 @@ final class FieldLayout: Sendable {
     var count: Int { ranges.count }
 
     /// The first 8 bytes of `bytes` as an integer, zero-padded.
+    /// (One unaligned load for 8 bytes or more, a byte at a time below: no `memcpy` call.)
     @inline(__always) static func prefix(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+        guard let base = bytes.baseAddress else { return 0 }
+        if bytes.count >= 8 { return UInt64(littleEndian: base.loadUnaligned(as: UInt64.self)) }
         var value: UInt64 = 0
-        if let base = bytes.baseAddress { withUnsafeMutableBytes(of: &value) { $0.baseAddress!.copyMemory(from: base, byteCount: min(8, bytes.count)) } }
+        for i in 0..<bytes.count { value |= UInt64(base.load(fromByteOffset: i, as: UInt8.self)) << UInt64(8 * i) }
         return value
     }
 

@@ -206,6 +206,16 @@ public final class GDBMDriver: StorageDriver {
         return try engine.readers.runBlocking(nonEscaping: { try engine.read(body) })
     }
 
+    /// Runs a small read on the calling thread when the files lock is free right now
+    /// (``read(_:)``'s inline path); `false` on the writer thread, when a commit is
+    /// being applied, after a failed apply, or when `body` outgrew the inline budget.
+    public func readWithoutWaiting(_ body: (any ReadTransaction) throws -> Void) throws -> Bool {
+        try checkOpen()
+        let engine = self.engine
+        guard !engine.thread.isCurrent, case .done = try engine.readInline(body) else { return false }
+        return true
+    }
+
     /// ``write(_:)`` for a caller that waits: small transactions at durability `normal`
     /// inline, others on the writer thread while the caller waits.
     @discardableResult

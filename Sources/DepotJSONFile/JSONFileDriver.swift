@@ -181,6 +181,17 @@ public final class JSONFileDriver: StorageDriver {
 
     /// ``read(_:)`` on the calling thread; a changed file is reloaded on the driver's
     /// thread while the caller waits.
+    /// Runs `body` on the calling thread over the published state when the file is still the
+    /// one it holds (``read(_:)``'s path without the driver's thread); `false` when the
+    /// driver's thread must look at the file first.
+    public func readWithoutWaiting(_ body: (any ReadTransaction) throws -> Void) throws -> Bool {
+        guard let snapshot = try store.unchangedSnapshot() else { return false }
+        let transaction = JSONFileTransaction(state: snapshot, writable: false)
+        defer { transaction.isValid = false }
+        try body(transaction)
+        return true
+    }
+
     public func readBlocking<T>(_ body: (any ReadTransaction) throws -> T) throws -> T {
         let store = self.store
         let snapshot: JSONStoreState

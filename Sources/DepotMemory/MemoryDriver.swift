@@ -41,6 +41,12 @@ public final class MemoryDriver: StorageDriver {
         try readBlocking(body)
     }
 
+    /// ``readBlocking(_:)``: a memory store's lock is only ever held for work in memory.
+    public func readWithoutWaiting(_ body: (any ReadTransaction) throws -> Void) throws -> Bool {
+        try readBlocking(body)
+        return true
+    }
+
     /// Runs `body` under the store's read lock on the calling thread.
     public func readBlocking<T>(_ body: (any ReadTransaction) throws -> T) throws -> T {
         try checkOpen()

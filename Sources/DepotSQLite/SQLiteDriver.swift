@@ -521,6 +521,15 @@ public final class SQLiteDriver: StorageDriver {
         return try reader.runWaiting { connection in try self.runRead(connection) { try body($0) } }
     }
 
+    /// Runs a read on the calling thread when a connection can be taken right now
+    /// (``read(_:)``'s inline path); `false` otherwise, with inline transactions off, or
+    /// when `body` outgrew ``inlineStepBudget``.
+    public func readWithoutWaiting(_ body: (any ReadTransaction) throws -> Void) throws -> Bool {
+        try checkOpen()
+        guard inlineTransactions, case .done = try readInline(body) else { return false }
+        return true
+    }
+
     /// ``write(_:)`` for a caller that waits: the transaction runs on the calling thread
     /// once the writer connection is free (at any durability: the caller asked to wait).
     @discardableResult

@@ -145,3 +145,28 @@ final class MinimalTransaction: WriteTransaction {
         }
     }
 }
+
+/// A driver that does not override `readWithoutWaiting` declines every time without running
+/// the closure, and `Collection.get` and `Repository.find` then answer through `read`.
+@Suite struct MinimalDriverReadWithoutWaitingTests {
+    struct Item: Model, Equatable {
+        var id: Int64?
+        var n: Int
+        static let collectionName = "items"
+    }
+
+    @Test func theDefaultDeclinesAndReadsGoThroughRead() async throws {
+        let driver = MinimalDriver()
+        let items = try CollectionName("items")
+        try await driver.write { tx in try tx.insert(Record(id: 1, fields: ["n": 5]), into: items) }
+        var ran = false
+        #expect(try !driver.readWithoutWaiting { _ in ran = true })
+        #expect(!ran)
+        let store = try await Store(driver: driver)
+        #expect(try await store.collection(items).get(1)?.fields["n"] == 5)
+        #expect(try await store.collection(items).get(2) == nil)
+        let repository = try await store.repository(Item.self)
+        #expect(try await repository.find(id: 1) == Item(id: 1, n: 5))
+        #expect(try await repository.find(id: 2) == nil)
+    }
+}

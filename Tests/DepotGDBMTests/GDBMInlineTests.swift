@@ -50,6 +50,53 @@ import Testing
         try await driver.close()
     }
 
+    /// `readWithoutWaiting` (what `Collection.get` tries first) runs a small read right here
+    /// and declines, without running it, wherever `read` would wait or hop: on the writer
+    /// thread, while a commit holds the files; a read over the inline budget is abandoned.
+    @Test func readsWithoutWaitingRunHereOrDecline() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let users = self.users
+        let driver = try await Self.open(dir)
+        try await driver.write { tx in for i in 1...200 { try tx.insert(Record(id: .int(Int64(i)), fields: ["n": .int(Int64(i))]), into: users) } }
+        var calls = 0
+        var seen: FieldValue?
+        #expect(try driver.readWithoutWaiting { tx in
+            calls += 1
+            seen = try tx.get(7, from: users)?.fields["n"]
+        })
+        #expect(seen == 7 && calls == 1)
+        // A commit made since is seen by the next one.
+        try await driver.write { tx in try tx.update(Record(id: 7, fields: ["n": 70]), in: users) }
+        #expect(try driver.readWithoutWaiting { tx in seen = try tx.get(7, from: users)?.fields["n"] })
+        #expect(seen == 70)
+        // Over the budget: abandoned, `false`.
+        calls = 0
+        #expect(try !driver.readWithoutWaiting { tx in
+            calls += 1
+            for i in 1...150 { _ = try tx.get(.int(Int64(i)), from: users) }
+        })
+        #expect(calls == 1)
+        // The files held for writing (a commit being applied): declined, not run.
+        calls = 0
+        driver.engine.filesLock.writeLock()
+        let whileApplying = try driver.readWithoutWaiting { _ in calls += 1 }
+        driver.engine.filesLock.unlock()
+        #expect(!whileApplying && calls == 0)
+        // On the writer thread: declined, not run (`read` runs it there).
+        let onWriter = try await driver.engine.thread.run { try driver.readWithoutWaiting { _ in Issue.record("ran on the writer thread") } }
+        #expect(!onWriter)
+        // Through a store: `Collection.get` answers as a read transaction does.
+        let store = try await Store(driver: driver)
+        let collection = store.collection(users)
+        for id in [RecordID.int(7), 150, 999] {
+            let direct = try await driver.read { tx in try tx.get(id, from: users) }
+            #expect(try await collection.get(id) == direct)
+        }
+        try await driver.close()
+        #expect(throws: DepotError.self) { try driver.readWithoutWaiting { _ in } }
+    }
+
     @Test func largeWritesCommitExactlyOnce() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }

@@ -43,6 +43,39 @@ import Testing
         try await driver.read { tx in try tx.get(1, from: try Self.items) }?.fields["v"]
     }
 
+    /// `readWithoutWaiting` (what `Collection.get` tries first) runs on the calling thread
+    /// only over a file known to be unchanged: right after an edit it declines, and whenever it
+    /// runs it sees the last edit.
+    @Test func readsWithoutWaitingNeverSeeAnOldFile() async throws {
+        let dir = TestDirectory()
+        let driver = try await JSONFileDriver(path: dir.store, configuration: .init(durability: .normal))
+        try await driver.write { tx in try tx.insert(Record(id: 1, fields: ["v": 0]), into: try Self.items) }
+        let store = try await Store(driver: driver)
+        let items = store.collection(try Self.items)
+        var ran = 0
+        for n in 1...100 {
+            // In place with a new length, or a new file renamed over the store (as above).
+            let text = "{\"items\":[{\"id\":1,\"v\":\(n)}" + String(repeating: " ", count: n % 7) + "]}"
+            if n.isMultiple(of: 2) {
+                try dir.write(text)
+            } else {
+                try dir.write(text, to: "next.json")
+                #expect(rename(dir.path + "/next.json", dir.store) == 0)
+            }
+            var seen: FieldValue?
+            if try driver.readWithoutWaiting({ tx in seen = try tx.get(1, from: try Self.items)?.fields["v"] }) {
+                ran += 1
+                #expect(seen == .int(Int64(n)), "edit \(n)")
+            }
+            #expect(try await items.get(1)?.fields["v"] == .int(Int64(n)), "edit \(n)")
+            // The file is now known: the next one runs here.
+            #expect(try driver.readWithoutWaiting { tx in seen = try tx.get(1, from: try Self.items)?.fields["v"] })
+            #expect(seen == .int(Int64(n)))
+        }
+        #expect(ran == 0, "right after an edit the driver's thread reads the file first")
+        try await driver.close()
+    }
+
     #if os(Linux)
     @Test func aQuietStoreIsReadWithoutAStatAndAnyEditIsSeenByTheNextRead() async throws {
         let dir = TestDirectory()

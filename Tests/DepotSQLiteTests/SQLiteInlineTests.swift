@@ -43,6 +43,30 @@ import Testing
         }
     }
 
+    /// `readWithoutWaiting` (what `Collection.get` tries first) runs on the calling thread when
+    /// a connection is free, and declines without running with inline transactions off.
+    @Test func readsWithoutWaitingRunOnTheCallersThreadOnlyWithInlineTransactions() async throws {
+        let dir = try ScratchDirectory()
+        for inline in [true, false] {
+            let driver = try await SQLiteDriver(path: dir.path + "/rww-\(inline).sqlite", durability: .normal, inlineTransactions: inline)
+            try await fill(driver, count: 10)
+            var calls = 0
+            var seen: (String, FieldValue?)?
+            let ran = try driver.readWithoutWaiting { tx in
+                calls += 1
+                seen = (Self.threadName(), try tx.get(3, from: self.items)?.fields["n"])
+            }
+            #expect(ran == inline && calls == (inline ? 1 : 0), "inline \(inline)")
+            if inline {
+                #expect(seen?.0 == "caller" && seen?.1 == 3)
+            }
+            let store = try await Store(driver: driver)
+            #expect(try await store.collection(items).get(3)?.fields["n"] == 3, "inline \(inline)")
+            #expect(try await store.collection(items).get(99) == nil, "inline \(inline)")
+            try await driver.close()
+        }
+    }
+
     @Test func inlineTransactionsOverTheStepBudgetRunAgainOnTheirThreadWithTheSameResult() async throws {
         let dir = try ScratchDirectory()
         let driver = try await SQLiteDriver(path: dir.store, durability: .normal)
