@@ -54,16 +54,18 @@ final class FileSet {
         readers = readerSlots > 0 && mapped ? ReaderHandles(slots: readerSlots) : nil
     }
 
-    /// What ``fetchForReader(_:_:layouts:_:)`` did.
-    enum ReaderFetch<T> {
-        case done(T?)
+    /// What ``fetchForReader(_:_:layouts:)`` found.
+    enum ReaderFetch: ~Copyable {
+        /// The value, and the field layouts to decode it with (`nil`: the store's shared ones).
+        case found(FetchedValue, [FieldLayout]?)
+        /// The key is absent.
+        case absent
         /// Read it through the writer's handle (``file(_:create:)``, ``GDBMFile/fetch(_:_:)``).
         case declined
     }
 
     /// Fetches `key` from the file `id` for a read transaction, which holds the engine's
-    /// files lock for reading; `body` gets the value and the field layouts to decode it with
-    /// (`nil`: the store's shared ones).
+    /// files lock for reading.
     ///
     /// In order: this thread's reader handle if it is current (``ReaderHandles``); the
     /// writer's handle if no other thread is in gdbm at that moment (its mapping and bucket
@@ -71,28 +73,25 @@ final class FileSet {
     /// the files have been quiet long enough. `.declined` leaves the read to the writer's
     /// handle, waiting for its lock. So one thread reading alone never opens a reader handle,
     /// and threads reading at once soon read side by side.
-    func fetchForReader<T>(_ id: FileID, _ key: [UInt8], layouts: FieldLayoutCache, _ body: (UnsafeRawBufferPointer, [FieldLayout]?) throws -> T) throws -> ReaderFetch<T> {
+    func fetchForReader(_ id: FileID, _ key: [UInt8], layouts: FieldLayoutCache) throws -> ReaderFetch {
         guard let readers else { return .declined }
         if readerHandlesFirst {
-            return switch try readers.fetch(id, path: self.path(id), changeCount: changeCount, changedAt: changedAt, onlyIfCurrent: false, quiet: 0, layouts: layouts, key, body) {
-            case .done(let value): .done(value)
-            case .declined: .declined
-            }
+            return ReaderFetch(readers.fetch(id, path: self.path(id), changeCount: changeCount, changedAt: changedAt, onlyIfCurrent: false, quiet: 0, layouts: layouts, key))
         }
-        if case .done(let value) = try readers.fetch(id, path: self.path(id), changeCount: changeCount, changedAt: changedAt, onlyIfCurrent: true, layouts: layouts, key, body) {
-            return .done(value)
+        switch readers.fetch(id, path: self.path(id), changeCount: changeCount, changedAt: changedAt, onlyIfCurrent: true, layouts: layouts, key) {
+        case .found(let value, let layouts): return .found(value, layouts)
+        case .absent: return .absent
+        case .declined: break
         }
         if lock.tryLock() {
             guard let file = open[id] else {
                 lock.unlock()
                 return .declined
             }
-            return .done(try file.fetch(holdingLock: key) { try body($0, nil) })
+            guard let value = try file.fetchValue(holdingLock: key) else { return .absent }
+            return .found(value, nil)
         }
-        switch try readers.fetch(id, path: self.path(id), changeCount: changeCount, changedAt: changedAt, onlyIfCurrent: false, layouts: layouts, key, body) {
-        case .done(let value): return .done(value)
-        case .declined: return .declined
-        }
+        return ReaderFetch(readers.fetch(id, path: self.path(id), changeCount: changeCount, changedAt: changedAt, onlyIfCurrent: false, layouts: layouts, key))
     }
 
     /// For tests: reads go to the reader handles first, reopened as soon as they are
@@ -294,5 +293,16 @@ final class FileSet {
         for id in try FileSystem.gdbmFiles(in: directory) { try FileSystem.remove(path(id)) }
         changed()
         directoryChanged = true
+    }
+}
+
+extension FileSet.ReaderFetch {
+    /// What a reader handle found.
+    init(_ fetched: consuming ReaderHandles.Fetched) {
+        switch consume fetched {
+        case .found(let value, let layouts): self = .found(value, layouts)
+        case .absent: self = .absent
+        case .declined: self = .declined
+        }
     }
 }

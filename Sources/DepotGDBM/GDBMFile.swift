@@ -155,6 +155,13 @@ final class GDBMFile {
     /// ``fetch(_:_:)`` for a caller that took `lock` already; it is released before `body`
     /// runs (or the call throws).
     func fetch<T>(holdingLock key: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
+        guard let value = try fetchValue(holdingLock: key) else { return nil }
+        return try body(value.bytes)
+    }
+
+    /// The value under `key` as gdbm returned it, for a caller that took `lock` already; the
+    /// lock is released before it returns (or throws). `nil` when there is none.
+    func fetchValue(holdingLock key: [UInt8]) throws -> FetchedValue? {
         guard let dbf = handle else {
             lock.unlock()
             throw DepotError(.internal, "GDBM file '\(name)' used after close.")
@@ -163,14 +170,13 @@ final class GDBMFile {
             let k = datum(dptr: UnsafeMutablePointer(mutating: raw.baseAddress?.assumingMemoryBound(to: CChar.self)), dsize: Int32(raw.count))
             return gdbm_fetch(dbf, k)
         }
-        guard let ptr = found.dptr else {
+        guard let value = FetchedValue(found) else {
             defer { lock.unlock() }
             if Int(gdbm_last_errno(dbf)) == Int(GDBM_ITEM_NOT_FOUND) { return nil }
             throw GDBMErrors.fromFile(dbf, operation: "read", file: name)
         }
         lock.unlock()
-        defer { free(ptr) }
-        return try body(UnsafeRawBufferPointer(start: ptr, count: Int(found.dsize)))
+        return value
     }
 
     /// The value under `key` as bytes.
@@ -317,4 +323,23 @@ final class GDBMFile {
     }
 
     deinit { close() }
+}
+
+/// A value `gdbm_fetch` returned: its own allocation, freed when this goes away. Reads hand
+/// it up to the code that decodes it, so no closure carries the decoding down to gdbm.
+struct FetchedValue: ~Copyable {
+    private let pointer: UnsafeMutableRawPointer
+    private let count: Int
+
+    /// Takes `found`'s allocation; `nil` when gdbm returned none.
+    init?(_ found: datum) {
+        guard let pointer = found.dptr else { return nil }
+        self.pointer = UnsafeMutableRawPointer(pointer)
+        count = Int(found.dsize)
+    }
+
+    /// The value's bytes, valid while this lives.
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: pointer, count: count) }
+
+    deinit { free(pointer) }
 }

@@ -240,11 +240,17 @@ final class GDBMTransaction: WriteTransaction {
             return nil
         case .inFile:
             try spend()
-            // A read transaction fetches through a reader handle of its own when it can.
-            if !writable, case .done(let record) = try engine.primary.fetchForReader(file, key, layouts: engine.fieldLayouts, { value, layouts in
-                try key.withUnsafeBytes { k in try decodeRecord(collection, key: k, value: value, knownID: id, layouts: layouts) }
-            }) {
-                return record
+            // A read transaction fetches through a reader handle of its own when it can, and
+            // decodes here, after gdbm's lock is released.
+            if !writable {
+                switch try engine.primary.fetchForReader(file, key, layouts: engine.fieldLayouts) {
+                case .found(let value, let layouts):
+                    return try key.withUnsafeBytes { k in try decodeRecord(collection, key: k, value: value.bytes, knownID: id, layouts: layouts) }
+                case .absent:
+                    return nil
+                case .declined:
+                    break
+                }
             }
             guard let committed = try committedFile(file) else { return nil }
             let record = try committed.fetch(key) { value in try key.withUnsafeBytes { k in try decodeRecord(collection, key: k, value: value, knownID: id) } }

@@ -130,51 +130,56 @@ final class ReaderHandles: @unchecked Sendable {
     /// The number of slots for this machine: one per processor, 2 to 8.
     static var defaultSlots: Int { min(8, max(2, ProcessInfo.processInfo.activeProcessorCount)) }
 
-    /// What a fetch through a reader handle did.
-    enum Fetch<T> {
-        /// Done: the value's result, `nil` when the key is absent.
-        case done(T?)
+    /// What a fetch through a reader handle found.
+    enum Fetched: ~Copyable {
+        /// The value, and the slot's copies of the field layouts to decode it with.
+        case found(FetchedValue, [FieldLayout])
+        /// The key is absent.
+        case absent
         /// Not done (slots busy, handles stale, a stream running, the handle failed): read
         /// through the writer's handle instead.
         case declined
     }
 
-    /// Fetches `key` from the file `id` (at `path`) through this thread's slot, calling
-    /// `body` with the value. The caller holds the engine's files lock for reading;
-    /// `changeCount` and `changedAt` are the file set's, read under it.
-    /// `body` gets the value and the slot's copies of `layouts`' field layouts (to decode with).
+    /// Fetches `key` from the file `id` (at `path`) through this thread's slot. The caller
+    /// holds the engine's files lock for reading; `changeCount` and `changedAt` are the file
+    /// set's, read under it. The value comes with the slot's copies of `layouts`' field
+    /// layouts (to decode it with, after the slot is released: they never change).
     /// With `onlyIfCurrent`, a slot whose handles are stale declines rather than reopening
     /// them.
     /// `quiet` is how long the files must have been unchanged before stale handles are
     /// reopened (``quietNanoseconds``).
-    func fetch<T>(_ id: FileID, path: @autoclosure () -> String, changeCount: UInt64, changedAt: UInt64, onlyIfCurrent: Bool, quiet: UInt64 = ReaderHandles.quietNanoseconds, layouts: FieldLayoutCache, _ key: [UInt8], _ body: (UnsafeRawBufferPointer, [FieldLayout]?) throws -> T) rethrows -> Fetch<T> {
+    func fetch(_ id: FileID, path: @autoclosure () -> String, changeCount: UInt64, changedAt: UInt64, onlyIfCurrent: Bool, quiet: UInt64 = ReaderHandles.quietNanoseconds, layouts: FieldLayoutCache, _ key: [UInt8]) -> Fetched {
         guard unmappedStreams.load(ordering: .relaxed) == 0, let taken = takeSlot(onlyIfCurrent ? changeCount : nil) else { return .declined }
-        return try taken._withUnsafeGuaranteedRef { slot in
+        // gdbm's answer (its allocation, or no pointer for an absent key) and the layouts;
+        // `nil` when declined.
+        let answer = taken._withUnsafeGuaranteedRef { slot -> (datum, [FieldLayout])? in
             defer { slot.unlock() }
             if slot.openedAt != changeCount {
-                guard !onlyIfCurrent, GDBMEngine.monotonicNanoseconds() &- changedAt >= quiet else { return .declined }
+                guard !onlyIfCurrent, GDBMEngine.monotonicNanoseconds() &- changedAt >= quiet else { return nil }
                 slot.retire()
                 slot.openedAt = changeCount
             }
-            guard let handle = handle(id, path: path, in: slot) else { return .declined }
+            guard let handle = handle(id, path: path, in: slot) else { return nil }
             let found = key.withUnsafeBytes { raw -> datum in
                 let k = datum(dptr: UnsafeMutablePointer(mutating: raw.baseAddress?.assumingMemoryBound(to: CChar.self)), dsize: Int32(raw.count))
                 return gdbm_fetch(handle, k)
             }
-            guard let pointer = found.dptr else {
-                if Int(gdbm_last_errno(handle)) == Int(GDBM_ITEM_NOT_FOUND) { return .done(nil) }
+            if found.dptr == nil && Int(gdbm_last_errno(handle)) != Int(GDBM_ITEM_NOT_FOUND) {
                 // The writer's handle reads it again and reports what it finds.
                 drop(id, from: slot)
-                return .declined
+                return nil
             }
-            defer { free(pointer) }
             if layouts.version.load(ordering: .acquiring) != slot.layoutsVersion {
                 let (version, shared) = layouts.snapshot()
                 slot.layouts = shared.compactMap { FieldLayout(names: $0.names) }
                 slot.layoutsVersion = version
             }
-            return .done(try body(UnsafeRawBufferPointer(start: pointer, count: Int(found.dsize)), slot.layouts))
+            return (found, slot.layouts)
         }
+        guard let (found, slotLayouts) = answer else { return .declined }
+        guard let value = FetchedValue(found) else { return .absent }
+        return .found(value, slotLayouts)
     }
 
     /// The open handle of `id` in `slot`, opening it; `nil` when it cannot be opened.
