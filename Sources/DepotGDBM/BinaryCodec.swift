@@ -506,7 +506,7 @@ enum BinaryCodec {
     }
 
     /// ``decodeFields(key:value:layouts:)`` of a record whose version and checksum were
-    /// already verified (``decodeFieldValues(key:value:layouts:into:)`` found no layout).
+    /// already verified (``decodeFieldValues(key:value:layouts:known:into:)`` found no layout).
     static func decodeVerifiedFields(_ value: UnsafeRawBufferPointer, layouts: FieldLayoutCache?, known: [FieldLayout]? = nil) throws(RecordProblem) -> [String: FieldValue] {
         do {
             var r = ByteReader(value, from: 5)
@@ -550,10 +550,11 @@ enum BinaryCodec {
 
     /// Decodes a record's field values by the positions of the known layout its names match
     /// (in any order), verifying version and checksum first: `values[i]` is the value of the
-    /// layout's field `i`. `nil` when no layout of `layouts` matches; ``decodeVerifiedFields(_:layouts:)``
+    /// layout's field `i`. `known` are the layouts to try (a reader slot's copies), `nil` for
+    /// `layouts`' own. `nil` when no layout matches; ``decodeVerifiedFields(_:layouts:known:)``
     /// then reads the record (and learns its layout) without checking it again. No name becomes a `String` and no
     /// dictionary is built: what a model read through ``GDBMFieldSource`` needs.
-    static func decodeFieldValues(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, layouts: FieldLayoutCache, into values: inout [FieldValue]) throws(RecordProblem) -> FieldLayout? {
+    static func decodeFieldValues(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, layouts: FieldLayoutCache, known: [FieldLayout]? = nil, into values: inout [FieldValue]) throws(RecordProblem) -> FieldLayout? {
         try verify(key: key, value: value)
         do {
             var r = ByteReader(value, from: 5)
@@ -561,7 +562,7 @@ enum BinaryCodec {
             guard n <= r.remaining else { throw ByteReader.Malformed() }
             guard n >= 2, n <= FieldLayoutCache.maximumFields else { return nil }
             let fieldsStart = r.position
-            for layout in layouts.current() where layout.count == n {
+            for layout in known ?? layouts.current() where layout.count == n {
                 if try decodeValues(&r, as: layout, into: &values) { return layout }
                 r.position = fieldsStart
             }

@@ -4,7 +4,7 @@ import DepotCore
 /// ``GDBMTransaction/withFields(of:from:_:)`` offers a model read.
 ///
 /// A record whose names match one of the store's known ``FieldLayout``s is decoded into an
-/// array by layout position (``BinaryCodec/decodeFieldValues(key:value:layouts:into:)``), so
+/// array by layout position (``BinaryCodec/decodeFieldValues(key:value:layouts:known:into:)``), so
 /// no stored name becomes a `String` and no dictionary is built; a name asked for is found
 /// through the layout's own table (its length and first 8 bytes compared as integers). A
 /// record of no known layout is read into a dictionary, as ``GDBMTransaction/get(_:from:)``
@@ -30,15 +30,16 @@ final class GDBMFieldSource: FieldSource {
 
     /// Loads the stored record `value` under `key`, with id `id`.
     /// - Throws: ``BinaryCodec/RecordProblem`` when the record is corrupt.
-    func load(id: RecordID, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, layouts: FieldLayoutCache) throws(BinaryCodec.RecordProblem) {
+    /// `known`: the layouts to try (a reader slot's copies), `nil` for `layouts`' own.
+    func load(id: RecordID, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, layouts: FieldLayoutCache, known: [FieldLayout]? = nil) throws(BinaryCodec.RecordProblem) {
         recordID = id
         nextAsk = 0
-        if let matched = try BinaryCodec.decodeFieldValues(key: key, value: value, layouts: layouts, into: &values) {
+        if let matched = try BinaryCodec.decodeFieldValues(key: key, value: value, layouts: layouts, known: known, into: &values) {
             layout = matched
             if !fields.isEmpty { fields = [:] }
         } else {
             layout = nil
-            fields = try BinaryCodec.decodeVerifiedFields(value, layouts: layouts)
+            fields = try BinaryCodec.decodeVerifiedFields(value, layouts: layouts, known: known)
         }
     }
 

@@ -653,9 +653,9 @@ final class GDBMTransaction: WriteTransaction {
             if fieldSource == nil { fieldSource = source }
         }
         let layouts = engine.fieldLayouts
-        func load(_ value: UnsafeRawBufferPointer) throws {
+        func load(_ value: UnsafeRawBufferPointer, known: [FieldLayout]? = nil) throws {
             do {
-                try key.withUnsafeBytes { k in try source.load(id: id, key: k, value: value, layouts: layouts) }
+                try key.withUnsafeBytes { k in try source.load(id: id, key: k, value: value, layouts: layouts, known: known) }
             } catch let problem as BinaryCodec.RecordProblem {
                 throw GDBMErrors.badRecord(problem, collection: collection.rawValue, id: id)
             }
@@ -667,8 +667,23 @@ final class GDBMTransaction: WriteTransaction {
             return nil
         case .inFile:
             try spend()
-            guard let committed = try committedFile(file), try committed.fetch(key, { try load($0) }) != nil else { return nil }
-            if writable { lastFoundInFile = (collection, key) }
+            // As `loadRecord`: a read transaction's own reader handle when it can.
+            var loaded = false
+            if !writable {
+                switch try engine.primary.fetchForReader(file, key, layouts: layouts) {
+                case .found(let value, let known):
+                    try load(value.bytes, known: known)
+                    loaded = true
+                case .absent:
+                    return nil
+                case .declined:
+                    break
+                }
+            }
+            if !loaded {
+                guard let committed = try committedFile(file), try committed.fetch(key, { try load($0) }) != nil else { return nil }
+                if writable { lastFoundInFile = (collection, key) }
+            }
         }
         source.inUse = true
         defer { source.inUse = false }

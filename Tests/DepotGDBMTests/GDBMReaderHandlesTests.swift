@@ -47,6 +47,11 @@ import Testing
                     #expect(got?.fields["v"] == .string(value), "round \(round): record \(id)")
                 }
             }
+            // The third of the records left, read as a model read does (`withFields`).
+            for (id, value) in expected where id % 3 == 2 {
+                let got = try driver.readBlocking { tx in try tx.withFields(of: .int(id), from: users) { try $0.value(forField: "v") } }
+                #expect(got == .some(.string(value)), "round \(round): record \(id) through withFields")
+            }
             // A commit: every tenth record rewritten (another length), 300 added (gdbm
             // splits buckets and grows its directory), every seventh one deleted.
             let added = next..<(next + 300)
@@ -64,6 +69,8 @@ import Testing
                 expected[id] = nil
                 let got = try driver.readBlocking { tx in try tx.get(.int(id), from: users) }
                 #expect(got == nil, "round \(round): deleted record \(id)")
+                let fields = try driver.readBlocking { tx in try tx.withFields(of: .int(id), from: users) { try $0.value(forField: "v") } }
+                #expect(fields == nil, "round \(round): deleted record \(id) through withFields")
             }
             next += 300
         }
