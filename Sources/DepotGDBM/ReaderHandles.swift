@@ -21,7 +21,7 @@ import Darwin
 /// holds it nothing changes, so a handle opened at the current change count reads exactly
 /// what the writer's handle would.
 ///
-/// They are for reads that would otherwise wait (``FileSet/fetchForReader(_:_:layouts:_:)``):
+/// They are for reads that would otherwise wait (``FileSet/fetchForReader(_:_:layouts:)``):
 /// a read uses its thread's handle if that is current, else the writer's handle if no other
 /// thread is inside gdbm at that moment (its mapping and bucket cache are warm), and only
 /// then opens or reopens a handle here, so a thread reading alone never does. The handles sit in a

@@ -179,8 +179,6 @@ public final class JSONFileDriver: StorageDriver {
         return try await thread.run { try store.write(body) }
     }
 
-    /// ``read(_:)`` on the calling thread; a changed file is reloaded on the driver's
-    /// thread while the caller waits.
     /// Runs `body` on the calling thread over the published state when the file is still the
     /// one it holds (``read(_:)``'s path without the driver's thread); `false` when the
     /// driver's thread must look at the file first.
@@ -192,6 +190,8 @@ public final class JSONFileDriver: StorageDriver {
         return true
     }
 
+    /// ``read(_:)`` on the calling thread; a changed file is reloaded on the driver's
+    /// thread while the caller waits.
     public func readBlocking<T>(_ body: (any ReadTransaction) throws -> T) throws -> T {
         let store = self.store
         let snapshot: JSONStoreState

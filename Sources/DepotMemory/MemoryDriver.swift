@@ -41,7 +41,8 @@ public final class MemoryDriver: StorageDriver {
         try readBlocking(body)
     }
 
-    /// ``readBlocking(_:)``: a memory store's lock is only ever held for work in memory.
+    /// ``readBlocking(_:)``, as ``read(_:)`` does: the memory driver has no thread of its own
+    /// to hand work to, and its lock is only ever held for work in memory. Always `true`.
     public func readWithoutWaiting(_ body: (any ReadTransaction) throws -> Void) throws -> Bool {
         try readBlocking(body)
         return true
