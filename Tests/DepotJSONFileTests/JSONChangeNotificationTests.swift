@@ -43,6 +43,18 @@ import Testing
         try await driver.read { tx in try tx.get(1, from: try Self.items) }?.fields["v"]
     }
 
+    /// An edit by "another program" that sets record 1's `v` to `n`: in place with a new
+    /// length (even `n`), or a new file renamed over the store, a new inode (odd `n`).
+    static func edit(_ dir: TestDirectory, to n: Int) throws {
+        let text = "{\"items\":[{\"id\":1,\"v\":\(n)}" + String(repeating: " ", count: n % 7) + "]}"
+        if n.isMultiple(of: 2) {
+            try dir.write(text)
+        } else {
+            try dir.write(text, to: "next.json")
+            #expect(rename(dir.path + "/next.json", dir.store) == 0)
+        }
+    }
+
     /// `readWithoutWaiting` (what `Collection.get` tries first) runs on the calling thread
     /// only over a file known to be unchanged: right after an edit it declines, and whenever it
     /// runs it sees the last edit.
@@ -54,14 +66,7 @@ import Testing
         let items = store.collection(try Self.items)
         var ran = 0
         for n in 1...100 {
-            // In place with a new length, or a new file renamed over the store (as above).
-            let text = "{\"items\":[{\"id\":1,\"v\":\(n)}" + String(repeating: " ", count: n % 7) + "]}"
-            if n.isMultiple(of: 2) {
-                try dir.write(text)
-            } else {
-                try dir.write(text, to: "next.json")
-                #expect(rename(dir.path + "/next.json", dir.store) == 0)
-            }
+            try Self.edit(dir, to: n)
             var seen: FieldValue?
             if try driver.readWithoutWaiting({ tx in seen = try tx.get(1, from: try Self.items)?.fields["v"] }) {
                 ran += 1
@@ -92,13 +97,7 @@ import Testing
         // 300 edits by "another program", each followed at once by a read on this thread:
         // in place with a new length, or a new file renamed over the store (a new inode).
         for n in 1...300 {
-            let text = "{\"items\":[{\"id\":1,\"v\":\(n)}" + String(repeating: " ", count: n % 7) + "]}"
-            if n.isMultiple(of: 2) {
-                try dir.write(text)
-            } else {
-                try dir.write(text, to: "next.json")
-                #expect(rename(dir.path + "/next.json", dir.store) == 0)
-            }
+            try Self.edit(dir, to: n)
             #expect(try await Self.value(driver) == .int(Int64(n)), "the read right after edit \(n)")
         }
         // A change to another file in the folder costs one stat, and the store stays as it was.
