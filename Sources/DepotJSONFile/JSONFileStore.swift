@@ -43,13 +43,20 @@ final class JSONFileStore: @unchecked Sendable {
 
     /// What read transactions take without going to the driver's thread: the committed
     /// state, the identity of the file it is the content of, and whether the store is
-    /// closed; replaced (as one value) whenever any of them changes on the driver's thread.
-    struct Published: Sendable {
-        var state = JSONStoreState()
-        var known: Known = .unknown
-        var isClosed = false
+    /// closed; replaced (as one object) whenever any of them changes on the driver's thread.
+    /// An object, so that a read takes it under the lock with one retain, not a copy of each
+    /// of its parts.
+    final class Published: Sendable {
+        let state: JSONStoreState
+        let known: Known
+        let isClosed: Bool
+        init(state: JSONStoreState, known: Known, isClosed: Bool) {
+            self.state = state
+            self.known = known
+            self.isClosed = isClosed
+        }
     }
-    let published = Locked(Published())
+    let published = Locked(Published(state: JSONStoreState(), known: .unknown, isClosed: false))
 
     private func publish() {
         let now = Published(state: committed, known: known, isClosed: isClosed)
