@@ -78,12 +78,15 @@ final class JSONFileStore: @unchecked Sendable {
     /// - Throws: `.closed` once the store is closed, `.io` when the file cannot be checked.
     func unchangedSnapshot() throws -> JSONStoreState? {
         if let watch, watch.isQuiet() {
-            let current = published.withLock { $0 }
-            if current.isClosed { throw DepotError(.closed, "The JSON store \(path) is closed.") }
-            switch current.known {
-            case .loaded, .missing: return current.state
-            case .unknown, .unreadable: return nil
+            // Only the state is copied out of the lock (the published object is not retained).
+            let (closed, state) = published.withLock { current -> (Bool, JSONStoreState?) in
+                switch current.known {
+                case .loaded, .missing: return (current.isClosed, current.state)
+                case .unknown, .unreadable: return (current.isClosed, nil)
+                }
             }
+            if closed { throw DepotError(.closed, "The JSON store \(path) is closed.") }
+            return state
         }
         if let watch, let verified = try watch.drainThenVerify({ try checkedSnapshot() }) { return verified }
         return try checkedSnapshot()
