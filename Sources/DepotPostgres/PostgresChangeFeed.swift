@@ -27,6 +27,8 @@ final class PostgresChangeFeed: @unchecked Sendable {
     let listening = Atomic<Bool>(false)
     /// Depot notifications heard, this driver's own included (for tests).
     let heard = Atomic<Int>(0)
+    /// Connections opened whose LISTEN or registration then failed (for tests).
+    let failedAttempts = Atomic<Int>(0)
 
     struct WeakStore {
         weak var store: Store?
@@ -68,34 +70,55 @@ final class PostgresChangeFeed: @unchecked Sendable {
 
     private func listen() async {
         while !Task.isCancelled {
-            do {
-                let connection = try await pool.connectDedicated()
-                let context = connection.addListener(channel: channel) { [weak self] _, message in
-                    self?.deliver(message.payload)
+            if let connection = try? await pool.connectDedicated() {  // the server is away: try again below
+                do {
+                    try await listen(on: connection)
+                } catch {
+                    // LISTEN or the registration failed (the listeners table gone, the session
+                    // ended mid-statement): the connection is closed before it is let go, and
+                    // the loop opens another.
+                    failedAttempts.add(1, ordering: .relaxed)
+                    _ = try? await connection.close().get()  // closing a failed connection: nothing to report to
                 }
-                _ = try await connection.query(PostgresQuery(unsafeSQL: "LISTEN " + PostgresSQL.quote(channel)), logger: pool.logger).get()
-                // Registered after LISTEN: a write that sees the registration is heard. Rows
-                // of listeners whose server session is gone (a process killed) are dropped.
-                _ = try await connection.query(PostgresQuery(unsafeSQL: "DELETE FROM \(listeners) WHERE pid NOT IN (SELECT pid FROM pg_stat_activity WHERE pid IS NOT NULL)"), logger: pool.logger).get()
-                _ = try await connection.query(register, logger: pool.logger).get()
-                listening.store(true, ordering: .releasing)
-                let unregister = self.unregister
-                await withTaskCancellationHandler {
-                    _ = try? await connection.closeFuture.get()  // ends when the connection does, whatever the reason
-                } onCancel: {
-                    context.stop()
-                    // Cancelled: nobody waits. A row left behind (the close came first) only
-                    // makes writers notify until the next listener to start drops it.
-                    connection.query(unregister, logger: pool.logger).whenComplete { _ in
-                        connection.close().whenComplete { _ in }
-                    }
-                }
-            } catch {
-                // The server is away: try again shortly (notifications sent meanwhile are lost;
-                // Docs/PostgresDriver.md says so).
             }
+            // Notifications sent while no connection listens are lost (Docs/PostgresDriver.md says so).
             if Task.isCancelled { return }
             try? await Task.sleep(for: .milliseconds(500))  // cancelled: the loop condition ends it
+        }
+    }
+
+    /// Subscribes on `connection`, registers, and returns when the connection ends or the
+    /// task is cancelled (then unregistering and closing it without waiting).
+    /// - Throws: when LISTEN or the registration fails; `connection` is then still the
+    ///   caller's to close.
+    private func listen(on connection: PostgresConnection) async throws {
+        let context = connection.addListener(channel: channel) { [weak self] _, message in
+            self?.deliver(message.payload)
+        }
+        do {
+            _ = try await connection.query(PostgresQuery(unsafeSQL: "LISTEN " + PostgresSQL.quote(channel)), logger: pool.logger).get()
+            // Registered after LISTEN: a write that sees the registration is heard. Rows
+            // of listeners whose server session is gone (a process killed) are dropped.
+            _ = try await connection.query(PostgresQuery(unsafeSQL: "DELETE FROM \(listeners) WHERE pid NOT IN (SELECT pid FROM pg_stat_activity WHERE pid IS NOT NULL)"), logger: pool.logger).get()
+            _ = try await connection.query(register, logger: pool.logger).get()
+        } catch {
+            context.stop()
+            throw error
+        }
+        listening.store(true, ordering: .releasing)
+        let unregister = self.unregister
+        let logger = pool.logger
+        await withTaskCancellationHandler {
+            _ = try? await connection.closeFuture.get()  // ends when the connection does, whatever the reason
+        } onCancel: {
+            context.stop()
+            // Cancelled: nobody waits. A row left behind (the close came first) only makes
+            // writers notify until the next listener to start drops it. The connection is
+            // held until it has closed (a connection let go open is a leak; debug builds
+            // of postgres-nio stop on it).
+            connection.query(unregister, logger: logger).whenComplete { _ in
+                connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+            }
         }
     }
 

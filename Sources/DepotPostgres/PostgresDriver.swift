@@ -120,7 +120,6 @@ public final class PostgresDriver: StorageDriver {
             do {
                 let encoding = try session.run("SHOW server_encoding")
                 guard let row = encoding.rows.first, try row.decode(String.self) == "UTF8" else {
-                    pool.release(session)
                     throw DepotError(.invalidStore, "The PostgreSQL database must use the UTF8 encoding.")
                 }
                 try session.run("BEGIN")
@@ -136,7 +135,8 @@ public final class PostgresDriver: StorageDriver {
                 try session.run("COMMIT")
                 pool.release(session)
                 return
-            } catch let error as DepotError {
+            } catch {
+                let error = PostgresErrors.map(error)
                 let lost = PostgresErrors.isConnectionLost(error)
                 if !lost { _ = try? session.run("ROLLBACK") }  // the error being thrown is the one to report
                 pool.release(session, broken: lost)

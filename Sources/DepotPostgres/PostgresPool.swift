@@ -528,7 +528,14 @@ final class PGPool: @unchecked Sendable {
             condition.signal()
             condition.unlock()
             let closing: EventLoopFuture<Void> = session.connection.close()
-            if waiting { _ = try? closing.wait() }  // a broken connection may fail to close cleanly
+            if waiting {
+                _ = try? closing.wait()  // a broken connection may fail to close cleanly
+            } else {
+                // Held until closed: a connection let go while still open is a leak (debug
+                // builds of postgres-nio stop on it), and a close from off its event loop
+                // finishes later.
+                closing.whenComplete { _ in withExtendedLifetime(session) {} }
+            }
             return
         }
         if session.serializableDefault { idleForWrites.append(session) } else { idle.append(session) }

@@ -67,6 +67,46 @@ import Testing
         try await admin.close()
     }
 
+    /// A listener whose registration fails (here its listeners table was dropped under it)
+    /// closes the connection it opened before trying again, so failed attempts leave no
+    /// server session behind (a connection let go open also stops debug builds), and it
+    /// subscribes once the table is back.
+    @Test func aListenerThatCannotRegisterClosesItsConnection() async throws {
+        let settings = try PostgresTestServer.settings(for: "feed-failing-\(UUID().uuidString)")
+        let admin = try await PostgresDriver(settings: settings)
+        let table = PostgresSQL.quote(settings.schema) + "." + PostgresSQL.quote(PostgresSQL.listenersTable)
+        let listening = try await PostgresDriver(settings: settings)
+        try admin.writeBlocking { tx in
+            guard let tx = tx as? PostgresTransaction else { throw DepotError(.internal, "not PostgreSQL") }
+            try tx.run(PostgresQuery(unsafeSQL: "DROP TABLE \(table)"))
+        }
+        let store = try await Store(driver: listening)
+        listening.deliverChanges(to: store)
+        var waited = 0
+        while listening.feed.failedAttempts.load(ordering: .relaxed) < 3 && waited < 400 {
+            try await Task.sleep(for: .milliseconds(25))
+            waited += 1
+        }
+        #expect(listening.feed.failedAttempts.load(ordering: .relaxed) >= 3, "three failed registrations within 10 s")
+        #expect(!listening.isListeningForChanges)
+        // Each failed attempt's session ended its last statement with the listeners table;
+        // the one failing right now may not have closed yet.
+        let left = try admin.readBlocking { tx in
+            guard let tx = tx as? PostgresTransaction else { throw DepotError(.internal, "not PostgreSQL") }
+            let sql = SQLBuilder()
+            let rows = try tx.run(sql.query("SELECT count(*) FROM pg_stat_activity WHERE starts_with(query, \(sql.text("DELETE FROM " + table)))")).rows
+            return try rows.first?.decode(Int64.self)
+        }
+        #expect(try #require(left) <= 1, "sessions of failed attempts left open")
+        // Another driver opening the schema creates the table again: the listener subscribes.
+        let third = try await PostgresDriver(settings: settings)
+        try await PostgresChangeFeedTests.waitUntilListening(listening)
+        #expect(try Self.origins(admin, table) == [listening.feed.origin])
+        try await store.close()
+        try await third.close()
+        try await admin.close()
+    }
+
     /// Sends `payload` on `channel` from `driver`'s session, in a transaction of its own.
     static func notify(_ driver: PostgresDriver, _ channel: String, _ payload: String) throws {
         try driver.writeBlocking { tx in

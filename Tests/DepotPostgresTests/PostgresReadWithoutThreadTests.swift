@@ -104,6 +104,15 @@ import Testing
             return try row.decode(Bool.self)
         }
         #expect(ended)
+        // pg_terminate_backend only signals the process: until it has ended, a read may still
+        // be answered on its connection and the next one fail. Wait for it to be gone (up
+        // to 10 s), so that only the first read can meet the ended connection.
+        var waited = 0
+        while try Self.sessions(withPid: pid, admin) > 0 && waited < 400 {
+            try await Task.sleep(for: .milliseconds(25))
+            waited += 1
+        }
+        #expect(try Self.sessions(withPid: pid, admin) == 0, "the ended server process gone within 10 s")
         try await admin.close()
         do {
             #expect(try await driver.read { tx in try tx.get(1, from: items) } == one)
@@ -112,5 +121,16 @@ import Testing
         }
         for _ in 0..<3 { #expect(try await driver.read { tx in try tx.get(1, from: items) } == one) }
         try await driver.close()
+    }
+
+    /// How many server sessions have process id `pid`, as `driver` sees them.
+    static func sessions(withPid pid: Int64, _ driver: PostgresDriver) throws -> Int64 {
+        try driver.readBlocking { tx in
+            let sql = SQLBuilder()
+            guard let tx = tx as? PostgresTransaction, let row = try tx.run(sql.query("SELECT count(*) FROM pg_stat_activity WHERE pid = \(sql.int(pid))::int")).rows.first else {
+                throw DepotError(.internal, "no answer")
+            }
+            return try row.decode(Int64.self)
+        }
     }
 }
