@@ -37,7 +37,7 @@ public struct Collection: Sendable {
     ///   `.invalidValue` for a record that cannot be stored.
     public func insert(_ record: Record) async throws {
         let name = self.name
-        try await store.writeOne { tx in try tx.insert(record, into: name) }
+        try await store.writeOne(sameOnEveryRun: true) { tx in try tx.insert(record, into: name) }
     }
 
     /// Inserts under a store-assigned integer id and returns it.
@@ -50,7 +50,7 @@ public struct Collection: Sendable {
     /// - Throws: `.notFound` when there is no record with that id, `.uniqueViolation`.
     public func update(_ record: Record) async throws {
         let name = self.name
-        try await store.writeOne { tx in try tx.update(record, in: name) }
+        try await store.writeOne(sameOnEveryRun: true) { tx in try tx.update(record, in: name) }
     }
 
     /// Inserts `record`, or replaces the record with its id; returns which it did.
@@ -58,7 +58,7 @@ public struct Collection: Sendable {
     @discardableResult
     public func save(_ record: Record) async throws -> WriteOutcome {
         let name = self.name
-        return try await store.writeOne { tx in try tx.save(record, into: name) }
+        return try await store.writeOne(sameOnEveryRun: true) { tx in try tx.save(record, into: name) }
     }
 
     /// Saves many records in one transaction.

@@ -27,7 +27,7 @@ extension Collection {
     @discardableResult
     public func update(_ id: RecordID, _ change: FieldChange) async throws -> Bool {
         let name = self.name
-        return try await store.writeOne { tx in try tx.update(id, in: name, change) }
+        return try await store.writeOne(sameOnEveryRun: true) { tx in try tx.update(id, in: name, change) }
     }
 
     /// Applies `change` to every record `filter` matches, in one transaction; returns how many.

@@ -256,6 +256,16 @@ public protocol WriteTransaction: ReadTransaction {
     /// that write's statement on its own, as a transaction of its own (PostgreSQL: one round
     /// trip instead of three), provided it has sent nothing yet. The default ignores it.
     func nextCallEndsTransaction()
+
+    /// As ``nextCallEndsTransaction()``, with the store's word in `sameOnEveryRun` that each
+    /// run of the transaction's closure makes that call with the same values: the record or
+    /// change was made before the closure and handed to it (``Collection``'s one-record
+    /// methods), not encoded inside it from a model whose encoding may differ between runs
+    /// (a value transformer that draws a nonce). A driver that learns the write from one run
+    /// of the closure, sends it, and gives its answer to the next relies on that word
+    /// (PostgreSQL's writes without a thread, Docs/PostgresDriver.md); without it, it runs
+    /// the transaction as any other. The default calls ``nextCallEndsTransaction()``.
+    func nextCallEndsTransaction(sameOnEveryRun: Bool)
 }
 
 /// What a save did.
@@ -353,6 +363,9 @@ extension ReadTransaction {
 extension WriteTransaction {
     /// The default: nothing to do (see ``WriteTransaction/nextCallEndsTransaction()``).
     public func nextCallEndsTransaction() {}
+
+    /// The default: ``WriteTransaction/nextCallEndsTransaction()``, the word on runs unused.
+    public func nextCallEndsTransaction(sameOnEveryRun: Bool) { nextCallEndsTransaction() }
 
     /// The default partial update: read, change, write back.
     @discardableResult

@@ -107,10 +107,14 @@ public final class Store: Sendable {
     /// (insert, update, save or partial update): the driver may run that write as a
     /// transaction of its own (``WriteTransaction/nextCallEndsTransaction()``). Used by the
     /// one-record methods of ``Collection`` and ``Repository``; the closure must not catch the
-    /// write's error and go on.
-    func writeOne<T: Sendable>(_ body: @escaping @Sendable (StoreWriteTransaction) throws -> T) async throws -> T {
+    /// write's error and go on. `sameOnEveryRun`: every run of the closure asks for the same
+    /// write with the same values (a record or change made before it; not a model encoded
+    /// inside it), which lets a driver learn the write from one run and answer the next
+    /// (``WriteTransaction/nextCallEndsTransaction(sameOnEveryRun:)``).
+    func writeOne<T: Sendable>(sameOnEveryRun: Bool = false, _ body: @escaping @Sendable (StoreWriteTransaction) throws -> T) async throws -> T {
         try await write { tx in
             tx.isOneWrite = true
+            tx.oneWriteIsSameOnEveryRun = sameOnEveryRun
             return try body(tx)
         }
     }

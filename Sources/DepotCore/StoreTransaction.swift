@@ -179,6 +179,9 @@ public final class StoreWriteTransaction: StoreReadTransaction {
     /// driver may be told that its write is the transaction's last call
     /// (``tellDriverLastCall(_:rules:)``).
     var isOneWrite = false
+    /// Set by ``Store/writeOne(sameOnEveryRun:_:)``: every run of the closure asks for that
+    /// one write with the same values.
+    var oneWriteIsSameOnEveryRun = false
 
     init(_ base: any WriteTransaction, store: Store, observers: [any StoreWriteObserver]) {
         self.writer = base
@@ -238,7 +241,11 @@ public final class StoreWriteTransaction: StoreReadTransaction {
         if !observers.isEmpty {
             guard !collection.isReserved, try interest(in: collection).observers.isEmpty else { return }
         }
-        writer.nextCallEndsTransaction()
+        if oneWriteIsSameOnEveryRun {
+            writer.nextCallEndsTransaction(sameOnEveryRun: true)
+        } else {
+            writer.nextCallEndsTransaction()
+        }
     }
 
     /// Records a change event and hands the change to the observers.

@@ -43,14 +43,17 @@ public final class PostgresDriver: StorageDriver {
     private let readers: BlockingExecutor
     private let writer: BlockingExecutor
     /// One write transaction at a time in this driver (other processes are kept apart by
-    /// `SERIALIZABLE`).
-    private let writeLock = NSLock()
+    /// `SERIALIZABLE`): taken by a write on a thread, waiting, or by one without a thread,
+    /// never waiting, and held across its await.
+    private let writeGate = WriteGate()
     private let metaCache = Locked<[CollectionName: CollectionMeta]>([:])
     private let closed = Atomic<Bool>(false)
     /// How many write transactions were run again after a serialization failure.
     private let retryCount = Atomic<Int>(0)
     /// How many reads ran without a thread (``readsWithoutThread``).
     private let settledWithoutThread = Atomic<Int>(0)
+    /// How many writes ran without a thread (``writesWithoutThread``).
+    private let writtenWithoutThread = Atomic<Int>(0)
     /// Raised by every transaction that changed the catalog (tables created, dropped or
     /// given columns) and by every failure that runs a transaction again: a connection
     /// whose prepared statements are older retires them before its next transaction, so
@@ -285,12 +288,106 @@ public final class PostgresDriver: StorageDriver {
         return .done(try outcome.get())
     }
 
-    /// Runs `body` on the driver's write thread (``writeBlocking(_:)``; the closure may run
-    /// more than once).
+    /// Runs `body` as ``writeBlocking(_:)`` does. A write of one statement that runs on its
+    /// own (a transaction of one write by id, ``PostgresTransaction``'s `runsAlone`), whose
+    /// closure the store vouches asks for it with the same values on every run
+    /// (``WriteTransaction/nextCallEndsTransaction(sameOnEveryRun:)``), runs without a thread
+    /// when no other write of this driver is running and a write connection is idle: the closure runs on the caller's thread with nothing sent, its
+    /// statement is sent and awaited (the task suspends, no thread waits), and the closure
+    /// runs again with the answer. Any other write runs on the driver's write thread
+    /// (Docs/PostgresDriver.md, "Transactions"). **The closure may run more than once**
+    /// either way.
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (any WriteTransaction) throws -> T) async throws -> T {
         guard !closed.load(ordering: .acquiring) else { throw DepotError(.closed, "The PostgreSQL store is closed.") }
+        if case .done(let value) = try await writeWithoutThread(body) { return value }
         return try await writer.run { [self] in try self.writeBlocking(body) }
+    }
+
+    /// How many writes ran without a thread (``write(_:)``; for tests).
+    var writesWithoutThread: Int { writtenWithoutThread.load(ordering: .relaxed) }
+
+    /// Runs a write of one statement that runs on its own without a thread (``write(_:)``,
+    /// ``FirstStatement``), on an idle write connection while no other write of this driver
+    /// runs; `.onThread` when that cannot be, or when the closure asks for anything else
+    /// before its statement changed a row (nothing has changed then: a statement that ran
+    /// on its own and changed no row, or failed, did nothing).
+    private func writeWithoutThread<T>(_ body: (any WriteTransaction) throws -> T) async throws -> Settled<T> {
+        guard writeGate.tryTake() else { return .onThread(deferBegin: false) }
+        defer { writeGate.leave() }
+        guard let session = pool.takeIdleForWrite() else { return .onThread(deferBegin: false) }
+        // As ``readWithoutThread(_:)`` and a transaction on a thread start.
+        let generation = catalogGeneration.load(ordering: .acquiring)
+        if session.catalogGeneration != generation {
+            session.retireAll()
+            session.catalogGeneration = generation
+        }
+        session.closeRetired()
+        do {
+            try await session.drainPendingAsync()
+        } catch let error as DepotError {
+            pool.release(session, broken: PostgresErrors.isConnectionLost(error), waiting: false)
+            throw error
+        }
+        let begin = "BEGIN ISOLATION LEVEL SERIALIZABLE"
+        let capture = FirstStatement()
+        let probe = PostgresTransaction(driver: self, session: session, writable: true, begin: begin, capture: capture)
+        let early: Result<T, any Error>
+        do { early = .success(try body(probe)) } catch { early = .failure(error) }
+        probe.isOpen = false
+        guard let statement = capture.statement, !capture.refused else {
+            pool.release(session, waiting: false)
+            if capture.refused { return .onThread(deferBegin: false) }
+            // Asked for nothing: the closure's outcome stands, as it would on a thread.
+            writtenWithoutThread.add(1, ordering: .relaxed)
+            return .done(try early.get())
+        }
+        do {
+            capture.answer = .success(try await session.runPreparedAsync(statement))
+        } catch {
+            capture.answer = .failure(PostgresErrors.map(error))
+        }
+        let tx = PostgresTransaction(driver: self, session: session, writable: true, begin: begin, capture: capture)
+        let outcome: Result<T, any Error>
+        do { outcome = .success(try body(tx)) } catch { outcome = .failure(error) }
+        tx.isOpen = false
+        let lost = tx.connectionLost
+        pool.release(session, broken: lost, waiting: false)
+        if tx.committedAlone {
+            // Committed: whatever the closure did after it stands (a statement after it was
+            // refused, as on a thread).
+            writtenWithoutThread.add(1, ordering: .relaxed)
+            publish(tx.changed)
+            return .done(try outcome.get())
+        }
+        // A lost connection may have lost the answer of a statement that committed: that is
+        // the write's error, never a second run.
+        if lost { return .done(try outcome.get()) }
+        if !capture.answered, case .success(let rows)? = capture.answer, !rows.isEmpty {
+            // The statement changed a row, so it committed, but this run asked for another
+            // one: the store's word that every run asks for the same write did not hold.
+            // Running the closure again could store the write twice; it is not run again.
+            throw DepotError(
+                .internal,
+                "A write was committed, but its closure asked for a different write when run again with the answer; it was not run a third time. Write closures must ask for the same write on every run.")
+        }
+        // Nothing changed.
+        if capture.refused || !capture.answered {
+            // The closure asked for more (the catalog read again after a column check): on a
+            // thread, from the start.
+            return .onThread(deferBegin: false)
+        }
+        if tx.retryable != nil {
+            // A serialization failure or a catalog another process changed: as
+            // ``transaction(writable:attempts:deferBegin:_:)`` does, forget the catalog and
+            // run it again, there (counted as its first retry).
+            forgetCatalog()
+            catalogGeneration.add(1, ordering: .releasing)
+            retryCount.add(1, ordering: .relaxed)
+            return .onThread(deferBegin: false)
+        }
+        writtenWithoutThread.add(1, ordering: .relaxed)
+        return .done(try outcome.get())
     }
 
     /// The one transaction loop: begin, run, commit; roll back on a throw; run again after a
@@ -304,8 +401,8 @@ public final class PostgresDriver: StorageDriver {
             let executor = writable ? writer : readers
             return try executor.runBlocking(nonEscaping: { try self.transaction(writable: writable, attempts: attempts, deferBegin: deferBegin, body) })
         }
-        if writable { writeLock.lock() }
-        defer { if writable { writeLock.unlock() } }
+        if writable { writeGate.take() }
+        defer { if writable { writeGate.leave() } }
         var attempt = 1
         var deferring = deferBegin && !writable
         while true {
@@ -455,5 +552,39 @@ extension PostgresTransaction {
             if let row = result.rows.first, try row.decode(Bool.self) == false { problems.append("collection \(name) has no table") }
         }
         return problems
+    }
+}
+
+/// The driver's one-write-at-a-time gate: a lock that a thread may wait for (``take()``), a
+/// task may only try (``tryTake()``), and any thread may give back (``leave()``), since a
+/// write without a thread holds it across an await and may resume on another thread.
+private final class WriteGate: @unchecked Sendable {
+    // @unchecked: `taken` is read and written only with `condition` locked.
+    private let condition = NSCondition()
+    private var taken = false
+
+    /// Takes the gate, waiting while another write holds it (a driver thread only).
+    func take() {
+        condition.lock()
+        while taken { condition.wait() }
+        taken = true
+        condition.unlock()
+    }
+
+    /// Takes the gate if it is free right now; never waits.
+    func tryTake() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !taken else { return false }
+        taken = true
+        return true
+    }
+
+    /// Gives the gate back (from any thread).
+    func leave() {
+        condition.lock()
+        taken = false
+        condition.signal()
+        condition.unlock()
     }
 }

@@ -500,6 +500,16 @@ final class PGPool: @unchecked Sendable {
         return popIdle(&idle)
     }
 
+    /// An idle connection of ``PGSession/serializableDefault`` (a write's, on which one
+    /// statement may run on its own), or `nil` when none is idle: never waits and never
+    /// opens one (``PostgresDriver/write(_:)``).
+    func takeIdleForWrite() -> PGSession? {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !closed else { return nil }
+        return popIdle(&idleForWrites)
+    }
+
     /// The last open connection of `list`, dropping closed ones; called with `condition` locked.
     private func popIdle(_ list: inout [PGSession]) -> PGSession? {
         while let session = list.popLast() {

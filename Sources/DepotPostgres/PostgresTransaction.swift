@@ -53,6 +53,10 @@ final class PostgresTransaction: WriteTransaction {
     private(set) var begun = false
     /// Set by ``nextCallEndsTransaction()``: the store's next call is its last.
     private var lastCallComing = false
+    /// Set by ``nextCallEndsTransaction(sameOnEveryRun:)``: every run of the closure makes
+    /// that last call with the same values, so a write without a thread may send what one
+    /// run asks for and give the answer to the next (``FirstStatement``).
+    private var sameOnEveryRun = false
     /// Set while a statement runs on its own, outside `BEGIN` (``runsAlone()``).
     private var runningAlone = false
     /// Set when a statement that ran on its own changed a row: it committed by itself
@@ -62,20 +66,22 @@ final class PostgresTransaction: WriteTransaction {
     private var schemaName: String { PostgresSQL.quote(driver.settings.schema) }
     private var catalog: String { schemaName + "." + PostgresSQL.quote(PostgresSQL.catalogTable) }
 
-    /// Set for a read run from an async caller without a thread (``FirstStatement``): its
-    /// statements are not sent but taken from, or given to, the capture.
+    /// Set for a read or a write run from an async caller without a thread
+    /// (``FirstStatement``): its statements are not sent but taken from, or given to, the
+    /// capture. Of a write, only a statement that runs on its own (``runsAlone()``) is
+    /// captured; anything else is refused before it is sent.
     let capture: FirstStatement?
 
     /// A transaction on `session`; it sends `begin` before its first statement (none for a
-    /// ``deferredBegin`` read). With `capture`, a ``deferredBegin`` read sends nothing
-    /// (``FirstStatement``).
+    /// ``deferredBegin`` read). With `capture`, a ``deferredBegin`` read or a write sends
+    /// nothing (``FirstStatement``).
     init(driver: PostgresDriver, session: PGSession, writable: Bool, begin: String?, deferredBegin: Bool = false, capture: FirstStatement? = nil) {
         self.driver = driver
         self.session = session
         self.writable = writable
         self.deferredBegin = deferredBegin && !writable
         self.beginSQL = self.deferredBegin ? nil : begin
-        self.capture = self.deferredBegin ? capture : nil
+        self.capture = self.deferredBegin || writable ? capture : nil
     }
 
     private func table(_ name: CollectionName) -> String { schemaName + "." + PostgresSQL.quote(name.rawValue) }
@@ -94,6 +100,9 @@ final class PostgresTransaction: WriteTransaction {
         guard !committedAlone else {
             throw DepotError(.internal, "The transaction's last write ran on its own and committed; nothing may follow it.")
         }
+        // A write without a thread sends only a statement that runs on its own, of a closure
+        // that asks for it with the same values on every run.
+        if let capture, writable, !runningAlone || !sameOnEveryRun { throw capture.refuse() }
         guard deferredBegin else {
             if let beginSQL, !begun, !runningAlone {
                 session.send(beginSQL)
@@ -164,6 +173,7 @@ final class PostgresTransaction: WriteTransaction {
     /// statements may name the table with its old shape, so they are all retired, and the
     /// driver retires the other connections' ones when the transaction ends.
     private func runChangingCatalog(_ sql: String) throws {
+        if let capture { throw capture.refuse() }
         changedCatalog = true
         session.retireAll()
         try run(sql)
@@ -248,8 +258,10 @@ final class PostgresTransaction: WriteTransaction {
         let sql = SQLBuilder()
         let nameBind = sql.text(name.rawValue)
         let regclass = sql.text(table(name))
-        driver.catalogReads.add()
         let result = try run(sql.statement("SELECT \(metaColumns(regclass: regclass)) WHERE c.name = \(nameBind)"))
+        // Counted once answered: a run of the closure that only learns its statement
+        // (``FirstStatement``) sends nothing.
+        driver.catalogReads.add()
         guard let row = result.first else { return nil }
         return try decodeMeta(name, row, from: 0)
     }
@@ -262,8 +274,8 @@ final class PostgresTransaction: WriteTransaction {
     private func loadCatalog() throws -> Bool {
         let sql = SQLBuilder()
         let schema = sql.text(driver.settings.schema)
-        driver.catalogReads.add()
         let result = try run(sql.statement("SELECT c.name, \(metaColumns(regclass: "format('%I.%I', \(schema), c.name)"))"))
+        driver.catalogReads.add()
         var complete = true
         for row in result {
             guard let name = try? CollectionName(validating: row.binary(0, as: String.self)),
@@ -682,6 +694,13 @@ final class PostgresTransaction: WriteTransaction {
         lastCallComing = true
     }
 
+    /// As ``nextCallEndsTransaction()``, noting the store's word that every run of the
+    /// closure makes that call with the same values (``sameOnEveryRun``).
+    func nextCallEndsTransaction(sameOnEveryRun: Bool) {
+        lastCallComing = true
+        self.sameOnEveryRun = sameOnEveryRun
+    }
+
     /// Whether the write about to be sent may run on its own, outside `BEGIN`, as a
     /// transaction of its own (Docs/PostgresDriver.md, "Transactions"): the store said it is
     /// its last call (``nextCallEndsTransaction()``), nothing has been sent yet, the statement
@@ -858,12 +877,14 @@ final class PostgresTransaction: WriteTransaction {
     }
 }
 
-/// A read run from an async caller without taking one of the driver's threads
-/// (``PostgresDriver/read(_:)``; Docs/PostgresDriver.md, "Transactions"): the closure runs
-/// once on the caller's thread with nothing sent, to learn its first statement; that
-/// statement is sent and its answer awaited without blocking a thread; then the closure runs
-/// again and is given the answer. A closure that asks for anything else (a second statement,
-/// a statement whose answer may be large, one sent as text) is run on a thread as before.
+/// A read or a write run from an async caller without taking one of the driver's threads
+/// (``PostgresDriver/read(_:)``, ``PostgresDriver/write(_:)``; Docs/PostgresDriver.md,
+/// "Transactions"): the closure runs once on the caller's thread with nothing sent, to learn
+/// its first statement; that statement is sent and its answer awaited without blocking a
+/// thread; then the closure runs again and is given the answer. A closure that asks for
+/// anything else (a second statement, a statement whose answer may be large, one sent as
+/// text; for a write, any statement that does not run on its own) is run on a thread as
+/// before.
 final class FirstStatement {
     /// Thrown inside the closure when its statement is not sent now; whatever the closure
     /// makes of it is discarded.
