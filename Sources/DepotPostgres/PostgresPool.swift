@@ -85,7 +85,7 @@ final class PGSession: @unchecked Sendable {
     func runPreparedAsync(_ statement: BoundStatement) async throws -> [PostgresRow] {
         count.add()
         do {
-            guard statement.preparable else { return try await answer(connection.query(statement.query, logger: logger)).rows }
+            guard statement.preparable else { return try await answer(query(statement.query)).rows }
             let query: PreparedQuery
             if let cached = cachedStatement(statement.sql) {
                 query = cached
@@ -95,7 +95,7 @@ final class PGSession: @unchecked Sendable {
                 query = try await answer(connection.prepare(query: statement.sql))
                 statements[statement.sql] = (query, uses)
             }
-            return try await answer(query.execute(statement.values))
+            return try await answer(onLoop { query.execute(statement.values) })
         } catch {
             retire(statement.sql)
             throw PostgresErrors.map(error)
@@ -114,7 +114,7 @@ final class PGSession: @unchecked Sendable {
     /// Sends a statement with values without waiting.
     func send(_ query: PostgresQuery) {
         count.add()
-        pending.append(connection.query(query, logger: logger).map { _ in })
+        pending.append(self.query(query).map { _ in })
     }
 
     /// Sends a prepared statement without waiting; its failure surfaces at the next
@@ -201,8 +201,9 @@ final class PGSession: @unchecked Sendable {
     /// ``execute(_:)`` with each row handed to `onRow` on the event loop as it arrives.
     private func execute(_ statement: BoundStatement, onRow: @escaping @Sendable (PostgresRow) -> Void) throws -> EventLoopFuture<Void> {
         count.add()
-        guard statement.preparable else { return connection.query(statement.query, logger: logger, onRow).map { _ in } }
-        return try prepared(statement).execute(statement.values, onRow)
+        guard statement.preparable else { return onLoop { [connection, logger] in connection.query(statement.query, logger: logger, onRow).map { _ in } } }
+        let prepared = try prepared(statement)
+        return onLoop { prepared.execute(statement.values, onRow) }
     }
 
     /// ``execute(_:)`` for a statement sent without waiting: a failure to prepare it is
@@ -222,8 +223,9 @@ final class PGSession: @unchecked Sendable {
     /// preparation's answer would be queued after whatever was sent meanwhile (a `COMMIT`).
     private func execute(_ statement: BoundStatement) throws -> EventLoopFuture<[PostgresRow]> {
         count.add()
-        guard statement.preparable else { return connection.query(statement.query, logger: logger).map(\.rows) }
-        return try prepared(statement).execute(statement.values)
+        guard statement.preparable else { return query(statement.query).map(\.rows) }
+        let prepared = try prepared(statement)
+        return onLoop { prepared.execute(statement.values) }
     }
 
     /// The connection's prepared statement for `statement`, prepared now (and waited for)
@@ -277,11 +279,29 @@ final class PGSession: @unchecked Sendable {
         retired.removeAll()
     }
 
+    /// Sends `query` (postgres-nio's `query`, all rows) from the connection's event loop
+    /// (``onLoop(_:)``).
+    private func query(_ query: PostgresQuery) -> EventLoopFuture<PostgresQueryResult> {
+        onLoop { [connection, logger] in connection.query(query, logger: logger) }
+    }
+
+    /// Calls `start`, one of postgres-nio's calls that send a statement, on the connection's
+    /// event loop. Called from another thread, such a call queues the statement's write and
+    /// the registration of its row consumer as two separate event-loop tasks; rows answered
+    /// between the two wait unconsumed, and a server that dies right then (a connection
+    /// closed after them) trips a precondition in postgres-nio 1.33's row stream
+    /// (`RowStreamStateMachine.channelReadComplete`), ending the process. On the loop, both
+    /// happen in one task. Statements are still queued in the order they are started.
+    private func onLoop<T: Sendable>(_ start: @escaping @Sendable () -> EventLoopFuture<T>) -> EventLoopFuture<T> {
+        let loop = connection.eventLoop
+        return loop.inEventLoop ? start() : loop.flatSubmit(start)
+    }
+
     /// Runs a statement and waits for all its rows.
     /// - Throws: the driver's mapping of the server's error (``PostgresErrors``).
     func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
         count.add()
-        let future = connection.query(query, logger: logger)
+        let future = self.query(query)
         // The server answers in order: once this statement is answered, the statements
         // sent before it are too, so waiting for it first costs one wake-up, not one each.
         let result: Result<PostgresQueryResult, any Error>
