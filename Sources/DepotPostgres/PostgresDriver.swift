@@ -235,42 +235,14 @@ public final class PostgresDriver: StorageDriver {
     /// an idle read connection; `.onThread` when there is none or the closure asks for more.
     private func readWithoutThread<T>(_ body: (any ReadTransaction) throws -> T) async throws -> Settled<T> {
         guard let session = pool.takeIdleForRead() else { return .onThread(deferBegin: true) }
-        // As a transaction on a thread starts: statements prepared before a catalog change
-        // retired and closed, and what the connection's last transaction sent without
-        // waiting (a read's COMMIT) answered; a failure there is this read's.
-        let generation = catalogGeneration.load(ordering: .acquiring)
-        if session.catalogGeneration != generation {
-            session.retireAll()
-            session.catalogGeneration = generation
-        }
-        session.closeRetired()
-        do {
-            try await session.drainPendingAsync()
-        } catch let error as DepotError {
-            pool.release(session, broken: PostgresErrors.isConnectionLost(error), waiting: false)
-            throw error
-        }
-        let capture = FirstStatement()
-        let probe = PostgresTransaction(driver: self, session: session, writable: false, begin: nil, deferredBegin: true, capture: capture)
-        let early: Result<T, any Error>
-        do { early = .success(try body(probe)) } catch { early = .failure(error) }
-        probe.isOpen = false
-        guard let statement = capture.statement, !capture.refused else {
-            pool.release(session, waiting: false)
-            // Asked for nothing: the closure's outcome stands, as it would on a thread.
-            if capture.refused { return .onThread(deferBegin: true) }
+        let (capture, tx, outcome): (FirstStatement, PostgresTransaction, Result<T, any Error>)
+        switch try await runTwice({ try body($0) }, on: session, writable: false) {
+        case .refused: return .onThread(deferBegin: true)
+        case .settled(let value):
             settledWithoutThread.add(1, ordering: .relaxed)
-            return .done(try early.get())
+            return .done(try value.get())
+        case .answered(let c, let t, let o): (capture, tx, outcome) = (c, t, o)
         }
-        do {
-            capture.answer = .success(try await session.runPreparedAsync(statement))
-        } catch {
-            capture.answer = .failure(PostgresErrors.map(error))
-        }
-        let tx = PostgresTransaction(driver: self, session: session, writable: false, begin: nil, deferredBegin: true, capture: capture)
-        let outcome: Result<T, any Error>
-        do { outcome = .success(try body(tx)) } catch { outcome = .failure(error) }
-        tx.isOpen = false
         let lost = tx.connectionLost
         pool.release(session, broken: lost, waiting: false)
         if capture.refused || tx.needsBegin || !capture.answered {
@@ -307,16 +279,25 @@ public final class PostgresDriver: StorageDriver {
     /// How many writes ran without a thread (``write(_:)``; for tests).
     var writesWithoutThread: Int { writtenWithoutThread.load(ordering: .relaxed) }
 
-    /// Runs a write of one statement that runs on its own without a thread (``write(_:)``,
-    /// ``FirstStatement``), on an idle write connection while no other write of this driver
-    /// runs; `.onThread` when that cannot be, or when the closure asks for anything else
-    /// before its statement changed a row (nothing has changed then: a statement that ran
-    /// on its own and changed no row, or failed, did nothing).
-    private func writeWithoutThread<T>(_ body: (any WriteTransaction) throws -> T) async throws -> Settled<T> {
-        guard writeGate.tryTake() else { return .onThread(deferBegin: false) }
-        defer { writeGate.leave() }
-        guard let session = pool.takeIdleForWrite() else { return .onThread(deferBegin: false) }
-        // As ``readWithoutThread(_:)`` and a transaction on a thread start.
+    /// How the two runs of a closure without a thread went (``runTwice(_:on:writable:)``).
+    private enum TwoRuns<T> {
+        /// The first run asked for something this way cannot give; nothing was sent.
+        case refused
+        /// The first run asked for nothing: its outcome stands.
+        case settled(Result<T, any Error>)
+        /// The first run's statement was sent and the second run given its answer.
+        case answered(FirstStatement, PostgresTransaction, Result<T, any Error>)
+    }
+
+    /// The part reads and writes without a thread share (``FirstStatement``): `session`
+    /// made ready as a transaction on a thread would be (statements prepared before a
+    /// catalog change retired and closed; what its last transaction sent without waiting, a
+    /// read's COMMIT, answered: a failure there is this one's), the closure run once with
+    /// nothing sent, that run's statement sent and awaited without a thread, and the closure
+    /// run again with the answer. A read's transaction begins deferred; a write's sends only
+    /// a statement that runs alone. `session` is given back to the pool except for
+    /// `.answered`, where the caller gives it back once it has read the transaction.
+    private func runTwice<T>(_ body: (PostgresTransaction) throws -> T, on session: PGSession, writable: Bool) async throws -> TwoRuns<T> {
         let generation = catalogGeneration.load(ordering: .acquiring)
         if session.catalogGeneration != generation {
             session.retireAll()
@@ -329,28 +310,45 @@ public final class PostgresDriver: StorageDriver {
             pool.release(session, broken: PostgresErrors.isConnectionLost(error), waiting: false)
             throw error
         }
-        let begin = "BEGIN ISOLATION LEVEL SERIALIZABLE"
+        let begin: String? = writable ? "BEGIN ISOLATION LEVEL SERIALIZABLE" : nil
         let capture = FirstStatement()
-        let probe = PostgresTransaction(driver: self, session: session, writable: true, begin: begin, capture: capture)
+        let probe = PostgresTransaction(driver: self, session: session, writable: writable, begin: begin, deferredBegin: !writable, capture: capture)
         let early: Result<T, any Error>
         do { early = .success(try body(probe)) } catch { early = .failure(error) }
         probe.isOpen = false
         guard let statement = capture.statement, !capture.refused else {
             pool.release(session, waiting: false)
-            if capture.refused { return .onThread(deferBegin: false) }
-            // Asked for nothing: the closure's outcome stands, as it would on a thread.
-            writtenWithoutThread.add(1, ordering: .relaxed)
-            return .done(try early.get())
+            return capture.refused ? .refused : .settled(early)
         }
         do {
             capture.answer = .success(try await session.runPreparedAsync(statement))
         } catch {
             capture.answer = .failure(PostgresErrors.map(error))
         }
-        let tx = PostgresTransaction(driver: self, session: session, writable: true, begin: begin, capture: capture)
+        let tx = PostgresTransaction(driver: self, session: session, writable: writable, begin: begin, deferredBegin: !writable, capture: capture)
         let outcome: Result<T, any Error>
         do { outcome = .success(try body(tx)) } catch { outcome = .failure(error) }
         tx.isOpen = false
+        return .answered(capture, tx, outcome)
+    }
+
+    /// Runs a write of one statement that runs on its own without a thread (``write(_:)``,
+    /// ``FirstStatement``), on an idle write connection while no other write of this driver
+    /// runs; `.onThread` when that cannot be, or when the closure asks for anything else
+    /// before its statement changed a row (nothing has changed then: a statement that ran
+    /// on its own and changed no row, or failed, did nothing).
+    private func writeWithoutThread<T>(_ body: (any WriteTransaction) throws -> T) async throws -> Settled<T> {
+        guard writeGate.tryTake() else { return .onThread(deferBegin: false) }
+        defer { writeGate.leave() }
+        guard let session = pool.takeIdleForWrite() else { return .onThread(deferBegin: false) }
+        let (capture, tx, outcome): (FirstStatement, PostgresTransaction, Result<T, any Error>)
+        switch try await runTwice({ try body($0) }, on: session, writable: true) {
+        case .refused: return .onThread(deferBegin: false)
+        case .settled(let value):
+            writtenWithoutThread.add(1, ordering: .relaxed)
+            return .done(try value.get())
+        case .answered(let c, let t, let o): (capture, tx, outcome) = (c, t, o)
+        }
         let lost = tx.connectionLost
         pool.release(session, broken: lost, waiting: false)
         if tx.committedAlone {

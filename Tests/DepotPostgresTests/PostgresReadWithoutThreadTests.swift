@@ -89,12 +89,30 @@ import Testing
         #expect(try await driver.read { tx in try tx.get(1, from: items) } == one)
         // The read connection's server process ends (only this driver's: other tests share
         // the database).
-        let pid = try driver.readBlocking { tx -> Int64 in
-            guard let tx = tx as? PostgresTransaction, let row = try tx.run(PostgresQuery(unsafeSQL: "SELECT pg_backend_pid()::bigint")).rows.first else {
-                throw DepotError(.internal, "no backend pid")
-            }
-            return try row.decode(Int64.self)
+        let pid = try driver.readBlocking { tx in try Self.serverPid(tx) }
+        try await Self.endServerProcess(pid, settings)
+        do {
+            #expect(try await driver.read { tx in try tx.get(1, from: items) } == one)
+        } catch let error as DepotError {
+            #expect(error.code == .remote, "a lost connection is .remote: \(error)")
         }
+        for _ in 0..<3 { #expect(try await driver.read { tx in try tx.get(1, from: items) } == one) }
+        try await driver.close()
+    }
+
+    /// The process id of the server session `tx` runs on.
+    static func serverPid(_ tx: any ReadTransaction) throws -> Int64 {
+        guard let tx = tx as? PostgresTransaction, let row = try tx.run(PostgresQuery(unsafeSQL: "SELECT pg_backend_pid()::bigint")).rows.first else {
+            throw DepotError(.internal, "no backend pid")
+        }
+        return try row.decode(Int64.self)
+    }
+
+    /// Ends server process `pid` with `pg_terminate_backend` from a driver of its own and
+    /// waits (up to 10 s) until it is gone: the function only signals the process, and
+    /// until it has ended, a statement may still be answered on its connection and the next
+    /// one fail. Once it returns, only the next statement on that connection can meet it.
+    static func endServerProcess(_ pid: Int64, _ settings: PostgresSettings) async throws {
         let admin = try await PostgresDriver(settings: settings)
         let ended = try admin.readBlocking { tx -> Bool in
             let sql = SQLBuilder()
@@ -104,23 +122,13 @@ import Testing
             return try row.decode(Bool.self)
         }
         #expect(ended)
-        // pg_terminate_backend only signals the process: until it has ended, a read may still
-        // be answered on its connection and the next one fail. Wait for it to be gone (up
-        // to 10 s), so that only the first read can meet the ended connection.
         var waited = 0
-        while try Self.sessions(withPid: pid, admin) > 0 && waited < 400 {
+        while try sessions(withPid: pid, admin) > 0 && waited < 400 {
             try await Task.sleep(for: .milliseconds(25))
             waited += 1
         }
-        #expect(try Self.sessions(withPid: pid, admin) == 0, "the ended server process gone within 10 s")
+        #expect(try sessions(withPid: pid, admin) == 0, "the ended server process gone within 10 s")
         try await admin.close()
-        do {
-            #expect(try await driver.read { tx in try tx.get(1, from: items) } == one)
-        } catch let error as DepotError {
-            #expect(error.code == .remote, "a lost connection is .remote: \(error)")
-        }
-        for _ in 0..<3 { #expect(try await driver.read { tx in try tx.get(1, from: items) } == one) }
-        try await driver.close()
     }
 
     /// How many server sessions have process id `pid`, as `driver` sees them.

@@ -121,30 +121,8 @@ import Testing
         let items = try store.collection("items")
         try await items.insert(Record(id: 1, fields: ["n": 0]))
         try await items.update(1, FieldChange(set: ["n": 1]))
-        let pid = try driver.writeBlocking { tx -> Int64 in
-            guard let tx = tx as? PostgresTransaction, let row = try tx.run(PostgresQuery(unsafeSQL: "SELECT pg_backend_pid()::bigint")).rows.first else {
-                throw DepotError(.internal, "no backend pid")
-            }
-            return try row.decode(Int64.self)
-        }
-        let admin = try await PostgresDriver(settings: settings)
-        let ended = try admin.readBlocking { tx -> Bool in
-            let sql = SQLBuilder()
-            guard let tx = tx as? PostgresTransaction, let row = try tx.run(sql.query("SELECT pg_terminate_backend(\(sql.int(pid))::int)")).rows.first else {
-                throw DepotError(.internal, "no answer")
-            }
-            return try row.decode(Bool.self)
-        }
-        #expect(ended)
-        // pg_terminate_backend only signals the process: wait for it to be gone (up to 10
-        // s), so that only the first write can meet the ended connection.
-        var waited = 0
-        while try PostgresReadWithoutThreadTests.sessions(withPid: pid, admin) > 0 && waited < 400 {
-            try await Task.sleep(for: .milliseconds(25))
-            waited += 1
-        }
-        #expect(try PostgresReadWithoutThreadTests.sessions(withPid: pid, admin) == 0, "the ended server process gone within 10 s")
-        try await admin.close()
+        let pid = try driver.writeBlocking { tx in try PostgresReadWithoutThreadTests.serverPid(tx) }
+        try await PostgresReadWithoutThreadTests.endServerProcess(pid, settings)
         var applied = 1
         do {
             #expect(try await items.update(1, FieldChange(set: ["n": 2])))
