@@ -241,11 +241,7 @@ public final class StoreWriteTransaction: StoreReadTransaction {
         if !observers.isEmpty {
             guard !collection.isReserved, try interest(in: collection).observers.isEmpty else { return }
         }
-        if oneWriteIsSameOnEveryRun {
-            writer.nextCallEndsTransaction(sameOnEveryRun: true)
-        } else {
-            writer.nextCallEndsTransaction()
-        }
+        writer.nextCallEndsTransaction(sameOnEveryRun: oneWriteIsSameOnEveryRun)
     }
 
     /// Records a change event and hands the change to the observers.
