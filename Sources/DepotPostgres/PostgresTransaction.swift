@@ -68,8 +68,9 @@ final class PostgresTransaction: WriteTransaction {
 
     /// Set for a read or a write run from an async caller without a thread
     /// (``FirstStatement``): its statements are not sent but taken from, or given to, the
-    /// capture. Of a write, only a statement that runs on its own (``runsAlone()``) is
-    /// captured; anything else is refused before it is sent.
+    /// capture. Of a write, only a statement that runs on its own (``runsAlone()``), of a
+    /// closure the store vouches for (``sameOnEveryRun``), is captured; anything else is
+    /// refused before it is sent.
     let capture: FirstStatement?
 
     /// A transaction on `session`; it sends `begin` before its first statement (none for a
@@ -883,8 +884,9 @@ final class PostgresTransaction: WriteTransaction {
 /// its first statement; that statement is sent and its answer awaited without blocking a
 /// thread; then the closure runs again and is given the answer. A closure that asks for
 /// anything else (a second statement, a statement whose answer may be large, one sent as
-/// text; for a write, any statement that does not run on its own) is run on a thread as
-/// before.
+/// text; for a write, any statement that does not run on its own, or any at all without the
+/// store's word that every run asks for the same write, ``nextCallEndsTransaction(sameOnEveryRun:)``)
+/// is run on a thread as before.
 final class FirstStatement {
     /// Thrown inside the closure when its statement is not sent now; whatever the closure
     /// makes of it is discarded.
