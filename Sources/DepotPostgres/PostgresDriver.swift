@@ -70,7 +70,13 @@ public final class PostgresDriver: StorageDriver {
         readers = BlockingExecutor(name: "depot.pg.read", workers: settings.poolSize, closedMessage: "The PostgreSQL store is closed.")
         writer = BlockingExecutor(name: "depot.pg.write", closedMessage: "The PostgreSQL store is closed.")
         do {
-            try await writer.run { [self] in try self.setUp() }
+            try await writer.run { [self] in
+                try self.setUp()
+                // The whole catalog is read now, on the connection set-up used, rather than by
+                // the first transaction, which then needs no catalog statement of its own and
+                // can run without a thread (Docs/PostgresDriver.md, "Catalog cache").
+                try self.transaction(writable: true, attempts: 3) { tx in try tx.readWholeCatalog() }
+            }
         } catch {
             pool.close()
             readers.stop()

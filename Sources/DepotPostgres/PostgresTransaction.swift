@@ -267,6 +267,12 @@ final class PostgresTransaction: WriteTransaction {
         return try decodeMeta(name, row, from: 0)
     }
 
+    /// Reads every catalog entry into the driver's cache (``loadCatalog()``) unless a
+    /// transaction has since the cache was last emptied: what the driver's opening does.
+    func readWholeCatalog() throws {
+        if driver.catalogNeverRead { _ = try loadCatalog() }
+    }
+
     /// Reads every catalog entry into this transaction and the driver's cache in one
     /// statement; `true` when every entry could be read (the transaction then knows the
     /// whole catalog as of its snapshot), `false` when one could not (it is looked up on its
