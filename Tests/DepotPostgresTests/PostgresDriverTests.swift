@@ -119,7 +119,8 @@ import Testing
 
     /// Opening a driver reads every catalog entry in one statement (Docs/PostgresDriver.md,
     /// "Catalog cache"): its transactions send no catalog statement for collections that
-    /// exist; a missing collection is looked up when asked for, and found once another
+    /// exist; after the cache is emptied, a transaction's first lookup reads it whole
+    /// again; a missing collection is looked up when asked for, and found once another
     /// driver creates it.
     @Test func openingReadsTheWholeCatalog() async throws {
         let settings = try PostgresTestServer.settings(for: "catalog-\(UUID().uuidString)")
@@ -138,9 +139,25 @@ import Testing
         #expect(found == [Record(id: 1, fields: ["n": 1]), Record(id: "x", fields: ["s": "y"])])
         #expect(try await b.read { tx in try tx.get("x", from: other) } == Record(id: "x", fields: ["s": "y"]))
         #expect(b.catalogReads.current == 1)
+        // Once the cache is emptied (another program dropped a column b's entry lists, so
+        // b's update fails and runs again), the run's first lookup reads the whole catalog
+        // again, and a collection it did not list is missing for the rest of that run.
+        let table = PostgresSQL.quote(settings.schema) + "." + PostgresSQL.quote(items.rawValue)
+        try await a.write { tx in
+            guard let tx = tx as? PostgresTransaction else { throw DepotError(.internal, "not PostgreSQL") }
+            try tx.run(PostgresQuery(unsafeSQL: "ALTER TABLE \(table) DROP COLUMN \"n\""))
+        }
+        let retries = b.serializationRetries
+        let missing = try await b.write { tx in
+            try tx.update(Record(id: 1, fields: ["n": 2]), in: items)
+            return try tx.get(1, from: try CollectionName("also_absent"))
+        }
+        #expect(missing == nil)
+        #expect(b.serializationRetries == retries + 1)
+        #expect(b.catalogReads.current == 2)
         // Missing: looked up when asked for (another process may create it) ...
         #expect(try await b.read { tx in try tx.get(2, from: absent) } == nil)
-        #expect(b.catalogReads.current == 2)
+        #expect(b.catalogReads.current == 3)
         // ... and found by the next transaction that asks once another driver has.
         try await a.write { tx in try tx.insert(Record(id: 2, fields: ["m": 2]), into: absent) }
         #expect(try await b.read { tx in try tx.get(2, from: absent) } == Record(id: 2, fields: ["m": 2]))
