@@ -237,6 +237,28 @@ enum CodecChecks {
                 let absent = try await driver.read { tx in try tx.withFields(of: record.id, from: people) { try $0.value(forField: "absent") } }
                 try expect.that(absent == .some(nil), "an absent field reads as nil in \(record.id)")
             }
+            // Names asked with strings made apart from the stored keys (a model's literals):
+            // short and long names (a long name is not stored inside its string), records of
+            // up to 16 fields and wider ones, and absent names of both lengths.
+            let wide = try CollectionName("wide")
+            for count in [1, 15, 16, 17, 40] {
+                var fields: [String: FieldValue] = [:]
+                for i in 0..<count {
+                    let name = i.isMultiple(of: 3) ? "a_field_name_longer_than_fifteen_bytes_\(i)" : "f\(i)"
+                    fields[name] = i.isMultiple(of: 2) ? .int(Int64(i) * 7) : .string("value \(i)")
+                }
+                let record = Record(id: .int(Int64(count)), fields: fields)
+                try await driver.write { tx in try tx.save(record, into: wide) }
+                let asked = (0..<count).map { i in i.isMultiple(of: 3) ? "a_field_name_longer_than_fifteen_bytes_\(i)" : "f\(i)" }
+                    + ["f\(count)", "a_field_name_longer_than_fifteen_bytes_\(count + 3)"]
+                let answers = try await driver.read { tx in
+                    try tx.withFields(of: record.id, from: wide) { source in try asked.map { try source.value(forField: $0) } }
+                }
+                try expect.that(answers?.count == asked.count, "withFields of the \(count)-field record")
+                for (name, answer) in zip(asked, answers ?? []) {
+                    try expect.that(answer == fields[name], "field \(name) of the \(count)-field record read by a name made apart: \(String(describing: answer))")
+                }
+            }
             let missing = try await driver.read { tx in try tx.withFields(of: 99, from: people) { _ in true } }
             try expect.that(missing == nil, "withFields of a missing id gives nil without calling the body")
             // A driver may reuse one source for its point reads; a read nested in another's

@@ -175,7 +175,7 @@ final class MemoryTransaction: WriteTransaction {
     /// source's methods inside that body, on the one thread that uses the transaction; the
     /// dynamic check cost a tenth of a typed read's decode (Docs/measurements/2026-11-29-night.md).
     @exclusivity(unchecked) private var sourceID: RecordID = .int(0)
-    @exclusivity(unchecked) private var sourceFields: [String: FieldValue] = [:]
+    @exclusivity(unchecked) private var offered = OfferedFields()
     /// `true` while `withFields` is offering a record.
     @exclusivity(unchecked) private var offering = false
 
@@ -273,10 +273,10 @@ final class MemoryTransaction: WriteTransaction {
         if offering { return try getRecordAsFields(of: id, from: collection, body) }
         guard let fields = box.state.collections[collection]?.fields(of: id) else { return nil }
         sourceID = id
-        sourceFields = fields
+        offered.offer(fields)
         offering = true
         defer {
-            sourceFields = [:]
+            offered.clear()
             offering = false
         }
         return try body(self)
@@ -372,6 +372,6 @@ final class MemoryTransaction: WriteTransaction {
 /// exists anyway, so a typed point read needs no other.
 extension MemoryTransaction: FieldSource {
     var recordID: RecordID { sourceID }
-    func value(forField name: String) -> FieldValue? { sourceFields[name] }
-    func fieldNames() -> [String] { Array(sourceFields.keys) }
+    func value(forField name: String) -> FieldValue? { offered.value(name) }
+    func fieldNames() -> [String] { Array(offered.fields.keys) }
 }

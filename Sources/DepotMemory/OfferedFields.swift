@@ -1,0 +1,99 @@
+import DepotCore
+
+/// The fields of the record a typed point read decodes, looked up by name without hashing
+/// the name when it is short.
+///
+/// A model asks for each of its fields by name. Through the record's dictionary every ask
+/// hashes the name, and the first touch of each key and value misses the cache: a stored
+/// record was last used long ago, and its dictionary's buckets lie wherever their hashes
+/// put them. ``offer(_:)`` instead walks the record's storage once, in order (independent
+/// loads, so the misses overlap), and notes each key's two words and its index; a name is
+/// then found by comparing words. A field name of up to 15 bytes is stored inside the
+/// string's two words (every valid field name is ASCII, Docs/Semantics.md), so equal short names
+/// have equal words; a name not found that way (a longer name, which the words only point
+/// to, or an absent field) is looked up in the dictionary as before, so the answers are
+/// always the dictionary's. Records of more than ``capacity`` fields are not noted at all.
+/// Measured in Docs/measurements/2026-12-01-memory-model-reads.md.
+struct OfferedFields {
+    /// The record's fields, as stored.
+    private(set) var fields: [String: FieldValue] = [:]
+
+    /// The most keys noted; a record with more is only looked up by hashing.
+    static let capacity = 16
+
+    private typealias Words = (UInt64, UInt64)
+    private typealias Slot = Dictionary<String, FieldValue>.Index
+    private static let noSlot = [String: FieldValue]().startIndex
+
+    /// The first `count` entries: the words of each key, in the dictionary's order.
+    private var words: (Words, Words, Words, Words, Words, Words, Words, Words, Words, Words, Words, Words, Words, Words, Words, Words) =
+        ((0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0))
+    /// The first `count` entries: the index of the key whose words are at the same position.
+    private var slots: (Slot, Slot, Slot, Slot, Slot, Slot, Slot, Slot, Slot, Slot, Slot, Slot, Slot, Slot, Slot, Slot) = (
+        Self.noSlot, Self.noSlot, Self.noSlot, Self.noSlot, Self.noSlot, Self.noSlot, Self.noSlot, Self.noSlot,
+        Self.noSlot, Self.noSlot, Self.noSlot, Self.noSlot, Self.noSlot, Self.noSlot, Self.noSlot, Self.noSlot)
+    private var count = 0
+    /// A sum over the keys and values ``offer(_:)`` read, kept so that its loads are not
+    /// optimized away.
+    private var touched = 0
+
+    /// Whether a string's two words can be compared (64-bit platforms).
+    private static var wordsComparable: Bool { MemoryLayout<String>.size == MemoryLayout<Words>.size }
+
+    /// Offers `fields`: notes the words and index of each key when there are at most
+    /// ``capacity`` of them.
+    mutating func offer(_ fields: [String: FieldValue]) {
+        self.fields = fields
+        count = 0
+        guard Self.wordsComparable, fields.count <= Self.capacity else { return }
+        var noted = 0
+        var sum = 0
+        withUnsafeMutablePointer(to: &words) { words in
+            words.withMemoryRebound(to: Words.self, capacity: Self.capacity) { words in
+                withUnsafeMutablePointer(to: &slots) { slots in
+                    slots.withMemoryRebound(to: Slot.self, capacity: Self.capacity) { slots in
+                        var index = fields.startIndex
+                        while index != fields.endIndex {
+                            let (key, value) = fields[index]
+                            // Reading the value's tag brings its line in with the key's.
+                            sum &+= value.isNull ? 1 : 0
+                            words[noted] = unsafeBitCast(key, to: Words.self)
+                            slots[noted] = index
+                            noted += 1
+                            fields.formIndex(after: &index)
+                        }
+                    }
+                }
+            }
+        }
+        count = noted
+        touched = sum
+    }
+
+    /// The value of the field `name`, `nil` when the record has no such field: exactly
+    /// `fields[name]`.
+    mutating func value(_ name: String) -> FieldValue? {
+        if count > 0 {
+            let wanted = unsafeBitCast(name, to: Words.self)
+            let limit = count
+            let slot: Slot? = withUnsafeMutablePointer(to: &words) { words in
+                words.withMemoryRebound(to: Words.self, capacity: Self.capacity) { words in
+                    for position in 0..<limit where words[position] == wanted {
+                        return withUnsafeMutablePointer(to: &slots) { slots in
+                            slots.withMemoryRebound(to: Slot.self, capacity: Self.capacity) { $0[position] }
+                        }
+                    }
+                    return nil
+                }
+            }
+            if let slot { return fields.values[slot] }
+        }
+        return fields[name]
+    }
+
+    /// Forgets the offered record.
+    mutating func clear() {
+        fields = [:]
+        count = 0
+    }
+}
