@@ -184,6 +184,8 @@ final class MemoryTransaction: WriteTransaction {
         self.writable = writable
     }
 
+    deinit { offered.deallocate() }
+
     private var state: MemoryState {
         get { box.state }
         _modify { yield &box.state }

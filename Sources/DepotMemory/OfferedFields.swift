@@ -22,16 +22,15 @@ struct OfferedFields {
     static let capacity = 16
 
     private typealias Words = (UInt64, UInt64)
-    private typealias Slot = Dictionary<String, FieldValue>.Index
-    private static let noSlot = [String: FieldValue]().startIndex
+    /// A key's two words and its index in ``fields``.
+    private struct Entry {
+        var words: Words
+        var slot: Dictionary<String, FieldValue>.Index
+    }
 
-    /// The first `count` entries: the words of each key, in the dictionary's order.
-    private var words: (Words, Words, Words, Words, Words, Words, Words, Words, Words, Words, Words, Words, Words, Words, Words, Words) =
-        ((0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0))
-    /// The first `count` entries: the index of the key whose words are at the same position.
-    private var slots: (Slot, Slot, Slot, Slot, Slot, Slot, Slot, Slot, Slot, Slot, Slot, Slot, Slot, Slot, Slot, Slot) = (
-        Self.noSlot, Self.noSlot, Self.noSlot, Self.noSlot, Self.noSlot, Self.noSlot, Self.noSlot, Self.noSlot,
-        Self.noSlot, Self.noSlot, Self.noSlot, Self.noSlot, Self.noSlot, Self.noSlot, Self.noSlot, Self.noSlot)
+    /// ``capacity`` entries, allocated by the first ``offer(_:)`` of a record that fits (an
+    /// untyped read never pays for them); the first `count` are initialized.
+    private var entries: UnsafeMutablePointer<Entry>?
     private var count = 0
     /// A sum over the keys and values ``offer(_:)`` read, kept so that its loads are not
     /// optimized away.
@@ -44,27 +43,25 @@ struct OfferedFields {
     /// ``capacity`` of them.
     mutating func offer(_ fields: [String: FieldValue]) {
         self.fields = fields
-        count = 0
+        forgetEntries()
         guard Self.wordsComparable, fields.count <= Self.capacity else { return }
+        let entries: UnsafeMutablePointer<Entry>
+        if let existing = self.entries {
+            entries = existing
+        } else {
+            entries = .allocate(capacity: Self.capacity)
+            self.entries = entries
+        }
         var noted = 0
         var sum = 0
-        withUnsafeMutablePointer(to: &words) { words in
-            words.withMemoryRebound(to: Words.self, capacity: Self.capacity) { words in
-                withUnsafeMutablePointer(to: &slots) { slots in
-                    slots.withMemoryRebound(to: Slot.self, capacity: Self.capacity) { slots in
-                        var index = fields.startIndex
-                        while index != fields.endIndex {
-                            let (key, value) = fields[index]
-                            // Reading the value's tag brings its line in with the key's.
-                            sum &+= value.isNull ? 1 : 0
-                            words[noted] = unsafeBitCast(key, to: Words.self)
-                            slots[noted] = index
-                            noted += 1
-                            fields.formIndex(after: &index)
-                        }
-                    }
-                }
-            }
+        var index = fields.startIndex
+        while index != fields.endIndex {
+            let (key, value) = fields[index]
+            // Reading the value's tag brings its line in with the key's.
+            sum &+= value.isNull ? 1 : 0
+            (entries + noted).initialize(to: Entry(words: unsafeBitCast(key, to: Words.self), slot: index))
+            noted += 1
+            fields.formIndex(after: &index)
         }
         count = noted
         touched = sum
@@ -72,28 +69,31 @@ struct OfferedFields {
 
     /// The value of the field `name`, `nil` when the record has no such field: exactly
     /// `fields[name]`.
-    mutating func value(_ name: String) -> FieldValue? {
-        if count > 0 {
+    func value(_ name: String) -> FieldValue? {
+        if let entries, count > 0 {
             let wanted = unsafeBitCast(name, to: Words.self)
-            let limit = count
-            let slot: Slot? = withUnsafeMutablePointer(to: &words) { words in
-                words.withMemoryRebound(to: Words.self, capacity: Self.capacity) { words in
-                    for position in 0..<limit where words[position] == wanted {
-                        return withUnsafeMutablePointer(to: &slots) { slots in
-                            slots.withMemoryRebound(to: Slot.self, capacity: Self.capacity) { $0[position] }
-                        }
-                    }
-                    return nil
-                }
+            for position in 0..<count where entries[position].words == wanted {
+                return fields.values[entries[position].slot]
             }
-            if let slot { return fields.values[slot] }
         }
         return fields[name]
+    }
+
+    private mutating func forgetEntries() {
+        if let entries, count > 0 { entries.deinitialize(count: count) }
+        count = 0
+    }
+
+    /// Frees the entries; call once, when the owner goes away.
+    mutating func deallocate() {
+        forgetEntries()
+        entries?.deallocate()
+        entries = nil
     }
 
     /// Forgets the offered record.
     mutating func clear() {
         fields = [:]
-        count = 0
+        forgetEntries()
     }
 }
