@@ -25,17 +25,26 @@ public protocol FieldSource: AnyObject {
 }
 
 /// A ``Record`` seen as a ``FieldSource``: what drivers without a faster path offer.
+///
+/// Its fields are looked up as ``OfferedFields`` does (a short name found by comparing its
+/// string's words, not by hashing it).
 public final class RecordFieldSource: FieldSource {
     /// The record, replaceable so that one source serves a whole query.
-    public var record: Record
+    public var record: Record {
+        didSet { offered.offer(record.fields) }
+    }
+    private var offered = OfferedFields()
 
     /// A source over `record`.
-    public init(_ record: Record) { self.record = record }
+    public init(_ record: Record) {
+        self.record = record
+        offered.offer(record.fields)
+    }
 
     /// The record's id.
     public var recordID: RecordID { record.id }
     /// The field's value, `nil` when the record does not have it.
-    public func value(forField name: String) -> FieldValue? { record.fields[name] }
+    public func value(forField name: String) -> FieldValue? { offered.value(name) }
     /// The record's field names, in no particular order.
     public func fieldNames() -> [String] { Array(record.fields.keys) }
 }

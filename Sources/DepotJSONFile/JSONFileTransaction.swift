@@ -19,7 +19,8 @@ final class JSONFileTransaction: WriteTransaction {
     /// exclusivity: set only by `withFields` before it calls its body and read only by the
     /// source's methods inside that body, on the one thread that uses the transaction.
     @exclusivity(unchecked) private var sourceID: RecordID = .int(0)
-    @exclusivity(unchecked) private var sourceFields: [String: FieldValue] = [:]
+    /// Its fields, short names found without hashing (``OfferedFields``).
+    @exclusivity(unchecked) private var offered = OfferedFields()
     /// `true` while `withFields` is offering a record.
     @exclusivity(unchecked) private var offering = false
 
@@ -60,10 +61,10 @@ final class JSONFileTransaction: WriteTransaction {
         if offering { return try getRecordAsFields(of: id, from: collection, body) }
         guard let fields = state.collections[collection]?.fields(of: id) else { return nil }
         sourceID = id
-        sourceFields = fields
+        offered.offer(fields)
         offering = true
         defer {
-            sourceFields = [:]
+            offered.clear()
             offering = false
         }
         return try body(self)
@@ -178,6 +179,6 @@ final class JSONFileTransaction: WriteTransaction {
 /// is offering (valid only inside that call, as every source is), as the memory driver's is.
 extension JSONFileTransaction: FieldSource {
     var recordID: RecordID { sourceID }
-    func value(forField name: String) -> FieldValue? { sourceFields[name] }
-    func fieldNames() -> [String] { Array(sourceFields.keys) }
+    func value(forField name: String) -> FieldValue? { offered.value(name) }
+    func fieldNames() -> [String] { Array(offered.fields.keys) }
 }

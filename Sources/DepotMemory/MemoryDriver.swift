@@ -184,8 +184,6 @@ final class MemoryTransaction: WriteTransaction {
         self.writable = writable
     }
 
-    deinit { offered.deallocate() }
-
     private var state: MemoryState {
         get { box.state }
         _modify { yield &box.state }

@@ -1,5 +1,3 @@
-import DepotCore
-
 /// The fields of the record a typed point read decodes, looked up by name without hashing
 /// the name when it is short.
 ///
@@ -13,13 +11,16 @@ import DepotCore
 /// have equal words; a name not found that way (a longer name, which the words only point
 /// to, or an absent field) is looked up in the dictionary as before, so the answers are
 /// always the dictionary's. Records of more than ``capacity`` fields are not noted at all.
-/// Measured in Docs/measurements/2026-12-01-memory-model-reads.md.
-struct OfferedFields {
+/// Used by the memory and JSON drivers' typed point reads and by ``RecordFieldSource``;
+/// measured in Docs/measurements/2026-12-01-memory-model-reads.md.
+package struct OfferedFields: ~Copyable {
     /// The record's fields, as stored.
-    private(set) var fields: [String: FieldValue] = [:]
+    package private(set) var fields: [String: FieldValue] = [:]
 
     /// The most keys noted; a record with more is only looked up by hashing.
-    static let capacity = 16
+    package static let capacity = 16
+
+    package init() {}
 
     private typealias Words = (UInt64, UInt64)
     /// A key's two words and its index in ``fields``.
@@ -41,7 +42,7 @@ struct OfferedFields {
 
     /// Offers `fields`: notes the words and index of each key when there are at most
     /// ``capacity`` of them.
-    mutating func offer(_ fields: [String: FieldValue]) {
+    package mutating func offer(_ fields: [String: FieldValue]) {
         self.fields = fields
         forgetEntries()
         guard Self.wordsComparable, fields.count <= Self.capacity else { return }
@@ -69,7 +70,7 @@ struct OfferedFields {
 
     /// The value of the field `name`, `nil` when the record has no such field: exactly
     /// `fields[name]`.
-    func value(_ name: String) -> FieldValue? {
+    package func value(_ name: String) -> FieldValue? {
         if let entries, count > 0 {
             let wanted = unsafeBitCast(name, to: Words.self)
             for position in 0..<count where entries[position].words == wanted {
@@ -84,15 +85,15 @@ struct OfferedFields {
         count = 0
     }
 
-    /// Frees the entries; call once, when the owner goes away.
-    mutating func deallocate() {
-        forgetEntries()
-        entries?.deallocate()
-        entries = nil
+    deinit {
+        if let entries {
+            if count > 0 { entries.deinitialize(count: count) }
+            entries.deallocate()
+        }
     }
 
     /// Forgets the offered record.
-    mutating func clear() {
+    package mutating func clear() {
         fields = [:]
         forgetEntries()
     }
