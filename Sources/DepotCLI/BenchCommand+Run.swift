@@ -52,19 +52,21 @@ extension BenchCommand {
         var external: [String: () throws -> [any BenchTarget]] = [:]
         options.externalDrivers = ["postgres"]
         if options.drivers.contains("postgres") {
-            guard let postgres else {
-                throw CLIFailure.usage("--drivers postgres needs a server", "add --postgres postgres://user@host/database")
+            let fromEnvironment = ProcessInfo.processInfo.environment[Self.postgresEnvironmentKey].flatMap { $0.isEmpty ? nil : $0 }
+            guard let postgres = postgres ?? fromEnvironment else {
+                throw CLIFailure.usage("--drivers postgres needs a server", "add --postgres postgres://user@host/database, or set \(Self.postgresEnvironmentKey) to that URL")
             }
+            let source = self.postgres == nil ? Self.postgresEnvironmentKey : "--postgres"
             #if PostgreSQL
             let server: PostgresSettings
             do {
                 server = try PostgresSettings(StoreLocation(postgres))
             } catch let error as DepotError {
-                throw CLIFailure.usage(error.message, "write --postgres postgres://user[:password]@host[:port]/database")
+                throw CLIFailure.usage("\(source): \(error.message)", "write postgres://user[:password]@host[:port]/database")
             }
             external["postgres"] = { try PostgresBench.targets(server: server) }
             #else
-            _ = postgres
+            _ = (postgres, source)
             throw CLIFailure.failed("--drivers postgres is not available in this build", PostgresAvailability.advice)
             #endif
         }

@@ -22,6 +22,7 @@ struct BenchCommand: DepotSubcommand {
             Example:
               depot bench --quick --drivers sqlite,gdbm --json bench.json --chart bench.svg
               depot bench --drivers postgres --postgres postgres://me@127.0.0.1/benchdb
+              DEPOT_BENCH_POSTGRES=postgres://me:secret@127.0.0.1/benchdb depot bench --drivers postgres
             """
     )
 
@@ -52,8 +53,11 @@ struct BenchCommand: DepotSubcommand {
     @Option(help: ArgumentHelp("Records in the streaming check (0 skips it).", valueName: "N"))
     var streaming = 1_000_000
 
-    @Option(help: ArgumentHelp("The PostgreSQL server for --drivers postgres: a postgres:// URL whose role may create schemas in its database.", valueName: "URL"))
+    @Option(help: ArgumentHelp("The PostgreSQL server for --drivers postgres: a postgres:// URL whose role may create schemas in its database (default: the DEPOT_BENCH_POSTGRES environment variable, which keeps a password out of the process list).", valueName: "URL"))
     var postgres: String?
+
+    /// The environment variable `--postgres` defaults to.
+    static let postgresEnvironmentKey = "DEPOT_BENCH_POSTGRES"
 
     @Option(help: ArgumentHelp("Client counts for the concurrent reads: point reads and YCSB C again with the same reads split among N concurrent clients (tasks sharing one store; raw: threads with a connection each), for each N and for 1. 1 turns them off.", valueName: "N,N"))
     var clients = "1,2,4"

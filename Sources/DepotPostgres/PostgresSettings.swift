@@ -62,6 +62,9 @@ public struct PostgresSettings: Sendable, CustomStringConvertible {
     /// Parses a `postgres:` or `postgresql:` store string.
     /// - Throws: `.invalidStore` naming what is wrong (never quoting the password).
     public init(_ location: StoreLocation) throws {
+        guard location.scheme == "postgres" || location.scheme == "postgresql" else {
+            throw DepotError(.invalidStore, "A PostgreSQL store string starts with postgres: or postgresql:, not \(location.scheme):.")
+        }
         try location.rejectUnknownOptions(PostgresSettings.optionNames)
         guard location.path.hasPrefix("//") else {
             throw DepotError(.invalidStore, "A PostgreSQL store string is postgres://user[:password]@host[:port]/database.")

@@ -12,6 +12,19 @@ import Testing
         }
     }
 
+    @Test("bench --drivers postgres takes its server from --postgres or DEPOT_BENCH_POSTGRES; a bad one is a usage error that names where it came from and not its password")
+    func postgresServerSources() async throws {
+        let none = try await CLI.run(["bench", "--quick", "--drivers", "postgres"], environment: ["DEPOT_BENCH_POSTGRES": ""])
+        #expect(none.status == 2 && none.stderr.contains("--drivers postgres needs a server") && none.stderr.contains("DEPOT_BENCH_POSTGRES"), "\(none)")
+        let badEnvironment = try await CLI.run(["bench", "--quick", "--drivers", "postgres"], environment: ["DEPOT_BENCH_POSTGRES": "postgres://u:s3cret@h:99999/db"])
+        #expect(badEnvironment.status == 2 && badEnvironment.stderr.contains("DEPOT_BENCH_POSTGRES: The port"), "\(badEnvironment)")
+        #expect(!badEnvironment.stderr.contains("s3cret") && !badEnvironment.stdout.contains("s3cret"), "\(badEnvironment)")
+        // --postgres wins over the environment: the option's own mistake is reported.
+        let badOption = try await CLI.run(["bench", "--quick", "--drivers", "postgres", "--postgres", "mysql://u:s3cret@h/db"], environment: ["DEPOT_BENCH_POSTGRES": "postgres://u@h:99999/db"])
+        #expect(badOption.status == 2 && badOption.stderr.contains("--postgres: A PostgreSQL store string starts with postgres:"), "\(badOption)")
+        #expect(!badOption.stderr.contains("s3cret"), "\(badOption)")
+    }
+
     @Test("bench --json-records sets the JSON driver's record cap on both sides; 0 is a usage error")
     func jsonRecordCap() async throws {
         let directory = try TemporaryDirectory()

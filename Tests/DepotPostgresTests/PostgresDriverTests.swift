@@ -199,8 +199,13 @@ import Testing
         #expect(!s.description.contains("p@ss") && s.description.contains("ann:***@"))
         let back = try PostgresSettings(StoreLocation(s.secretStoreString))
         #expect(back.password == "p@ss" && back.database == "db x" && back.host == "::1")
-        for bad in ["postgres://host/db", "postgres://u@host", "postgres://u@host:0/db", "postgres://u@h/db?schema=a-b", "postgres://u@h/db?bogus=1", "postgres:db"] {
+        for bad in ["postgres://host/db", "postgres://u@host", "postgres://u@host:0/db", "postgres://u@h/db?schema=a-b", "postgres://u@h/db?bogus=1", "postgres:db", "mysql://u:s3cret@h/db"] {
             #expect(throws: DepotError.self, "\(bad)") { try PostgresSettings(StoreLocation(bad)) }
+        }
+        do {
+            _ = try PostgresSettings(StoreLocation("mysql://u:s3cret@h/db"))
+        } catch let error as DepotError {
+            #expect(error.message.contains("postgres:") && !error.message.contains("s3cret"), "\(error.message)")
         }
     }
 }
