@@ -175,6 +175,7 @@ final class MemoryTransaction: WriteTransaction {
     /// source's methods inside that body, on the one thread that uses the transaction; the
     /// dynamic check cost a tenth of a typed read's decode (Docs/measurements/2026-11-29-night.md).
     @exclusivity(unchecked) private var sourceID: RecordID = .int(0)
+    /// Its fields, short names found without hashing (``OfferedFields``).
     @exclusivity(unchecked) private var offered = OfferedFields()
     /// `true` while `withFields` is offering a record.
     @exclusivity(unchecked) private var offering = false
