@@ -51,9 +51,19 @@ while !arguments.isEmpty {
         // Writes each target's built-in seeds as corpus files (how the binary corpora were made).
         let folder = value(argument)
         for target in FuzzTarget.all {
-            try? FileManager.default.createDirectory(atPath: folder + "/" + target.name, withIntermediateDirectories: true)
+            let directory = folder + "/" + target.name
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                FileHandle.standardError.write(Data("depot-fuzz: cannot create \(directory): \(error.localizedDescription)\n".utf8))
+                exit(1)
+            }
             for (n, seed) in target.seeds.enumerated() {
-                FileManager.default.createFile(atPath: folder + "/\(target.name)/builtin-\(n)", contents: Data(seed))
+                let path = directory + "/builtin-\(n)"
+                guard FileManager.default.createFile(atPath: path, contents: Data(seed)) else {
+                    FileHandle.standardError.write(Data("depot-fuzz: cannot write \(path)\n".utf8))
+                    exit(1)
+                }
             }
         }
         exit(0)

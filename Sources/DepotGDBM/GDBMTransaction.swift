@@ -848,7 +848,7 @@ final class GDBMTransaction: WriteTransaction {
             change.set.count + change.remove.count <= BinaryCodec.patchFieldLimit
         else {
             guard let record = try get(id, from: collection) else { return false }
-            try write(change.applied(to: record), as: .update, into: collection)
+            _ = try write(change.applied(to: record), as: .update, into: collection)
             return true
         }
         let key = BinaryCodec.key(for: id)
