@@ -33,65 +33,82 @@ extension BinaryCodec {
             let n = try r.varint()
             guard n <= r.remaining else { throw ByteReader.Malformed() }
             return try withUnsafeTemporaryAllocation(of: KeptField.self, capacity: max(n, 1)) { kept in
-                // Per stored field kept: its bytes as they are, or the set taking its value.
-                var keptCount = 0, live = 0
-                for _ in 0..<n {
-                    let start = r.position
-                    let name = try r.slice(try r.varint())
-                    guard isUTF8(name) else { throw ByteReader.Malformed() }
-                    let valueStart = r.position
-                    try skipValue(&r)
-                    // A later copy of a name replaces an earlier one, as decoding keeps the last.
-                    let prefix = FieldLayout.prefix(name)
-                    for j in 0..<keptCount where kept[j].live && kept[j].nameCount == name.count && kept[j].prefix == prefix {
-                        let earlier = kept[j].nameStart..<(kept[j].nameStart + name.count)
-                        if name.count > 8, !same(UnsafeRawBufferPointer(rebasing: value[earlier]), name) { continue }
-                        kept[j].live = false
-                        live -= 1
-                        break
+                try withUnsafeTemporaryAllocation(of: NameKey.self, capacity: max(sets.count, 1)) { setKeys in
+                    // Each set's name length and first 8 bytes, taken once: a stored name is
+                    // compared with them, and byte for byte only past 8 bytes (no copy of the
+                    // set's name per stored field).
+                    for i in sets.indices {
+                        var name = sets[i].key
+                        setKeys[i] = name.withUTF8 { NameKey(count: $0.count, prefix: FieldLayout.prefix(UnsafeRawBufferPointer($0))) }
                     }
-                    var set = -1
-                    for i in sets.indices where same(sets[i].key, name) {
-                        set = i
-                        break
+                    // Per stored field kept: its bytes as they are, or the set taking its value.
+                    var keptCount = 0, live = 0
+                    for _ in 0..<n {
+                        let start = r.position
+                        let name = try r.slice(try r.varint())
+                        guard isUTF8(name) else { throw ByteReader.Malformed() }
+                        let valueStart = r.position
+                        try skipValue(&r)
+                        // A later copy of a name replaces an earlier one, as decoding keeps the last.
+                        let prefix = FieldLayout.prefix(name)
+                        for j in 0..<keptCount where kept[j].live && kept[j].nameCount == name.count && kept[j].prefix == prefix {
+                            let earlier = kept[j].nameStart..<(kept[j].nameStart + name.count)
+                            if name.count > 8, !same(UnsafeRawBufferPointer(rebasing: value[earlier]), name) { continue }
+                            kept[j].live = false
+                            live -= 1
+                            break
+                        }
+                        var set = -1
+                        for i in sets.indices where setKeys[i].count == name.count && setKeys[i].prefix == prefix {
+                            if name.count > 8, !same(sets[i].key, name) { continue }
+                            set = i
+                            break
+                        }
+                        let nameStart = valueStart - name.count
+                        if set >= 0 {
+                            found |= 1 << UInt64(set)
+                            kept[keptCount] = KeptField(start: start, end: valueStart, set: set, live: true, nameStart: nameStart, nameCount: name.count, prefix: prefix)
+                        } else if value[valueStart] == 0 || (!change.remove.isEmpty && change.remove.contains(where: { same($0, name) })) {
+                            continue
+                        } else {
+                            kept[keptCount] = KeptField(start: start, end: r.position, set: -1, live: true, nameStart: nameStart, nameCount: name.count, prefix: prefix)
+                        }
+                        keptCount += 1
+                        live += 1
                     }
-                    let nameStart = valueStart - name.count
-                    if set >= 0 {
-                        found |= 1 << UInt64(set)
-                        kept[keptCount] = KeptField(start: start, end: valueStart, set: set, live: true, nameStart: nameStart, nameCount: name.count, prefix: prefix)
-                    } else if value[valueStart] == 0 || change.remove.contains(where: { same($0, name) }) {
-                        continue
-                    } else {
-                        kept[keptCount] = KeptField(start: start, end: r.position, set: -1, live: true, nameStart: nameStart, nameCount: name.count, prefix: prefix)
+                    guard r.isAtEnd else { throw ByteReader.Malformed() }
+                    var capacity = value.count + 10
+                    for (name, newValue) in sets { capacity += 10 + name.utf8.count + sizeBound(newValue) }
+                    var w = ByteWriter(capacity: capacity)
+                    w.u8(recordVersion)
+                    w.u32(0)
+                    w.varint(live + sets.count - found.nonzeroBitCount)
+                    for field in kept[0..<keptCount] where field.live {
+                        w.bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[field.start..<field.end]))
+                        if field.set >= 0 { write(sets[field.set].value, to: &w, canonical: false) }
                     }
-                    keptCount += 1
-                    live += 1
+                    for (i, (name, newValue)) in sets.enumerated() where found & (1 << UInt64(i)) == 0 {
+                        w.string(name)
+                        write(newValue, to: &w, canonical: false)
+                    }
+                    var crc = CRC32.update(0, key)
+                    w.bytes.withUnsafeBytes { crc = CRC32.update(crc, UnsafeRawBufferPointer(rebasing: $0[5...])) }
+                    withUnsafeBytes(of: crc.littleEndian) { src in
+                        for i in 0..<4 { w.bytes[1 + i] = src[i] }
+                    }
+                    return w.bytes
                 }
-                guard r.isAtEnd else { throw ByteReader.Malformed() }
-                var capacity = value.count + 10
-                for (name, newValue) in sets { capacity += 10 + name.utf8.count + sizeBound(newValue) }
-                var w = ByteWriter(capacity: capacity)
-                w.u8(recordVersion)
-                w.u32(0)
-                w.varint(live + sets.count - found.nonzeroBitCount)
-                for field in kept[0..<keptCount] where field.live {
-                    w.bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[field.start..<field.end]))
-                    if field.set >= 0 { write(sets[field.set].value, to: &w, canonical: false) }
-                }
-                for (i, (name, newValue)) in sets.enumerated() where found & (1 << UInt64(i)) == 0 {
-                    w.string(name)
-                    write(newValue, to: &w, canonical: false)
-                }
-                var crc = CRC32.update(0, key)
-                w.bytes.withUnsafeBytes { crc = CRC32.update(crc, UnsafeRawBufferPointer(rebasing: $0[5...])) }
-                withUnsafeBytes(of: crc.littleEndian) { src in
-                    for i in 0..<4 { w.bytes[1 + i] = src[i] }
-                }
-                return w.bytes
             }
         } catch {
             throw .malformed
         }
+    }
+
+    /// A field name's UTF-8 length and ``FieldLayout/prefix(_:)``: equal for equal names, and
+    /// for names of at most 8 bytes equal only for equal names.
+    private struct NameKey {
+        var count: Int
+        var prefix: UInt64
     }
 
     /// A stored field a patch keeps: bytes `start..<end` copied, then set `set`'s value

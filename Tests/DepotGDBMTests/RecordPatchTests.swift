@@ -16,8 +16,9 @@ import Testing
         mutating func below(_ n: Int) -> Int { Int(generator.next() % UInt64(n)) }
     }
 
-    /// Names of every length class: short, past the 8-byte prefix, not ASCII.
-    static let names = ["a", "b", "name", "field_7", "a longer field name", "é", "名前", "x1", "x2", "x3"]
+    /// Names of every length class: short, past the 8-byte prefix (two of one length with
+    /// the same first 8 bytes, told apart only by the bytes after them), not ASCII.
+    static let names = ["a", "b", "name", "field_7", "a longer field name", "a longer field game", "é", "名前", "x1", "x2", "x3"]
 
     static func value(_ g: inout Seeded, depth: Int = 0) -> FieldValue {
         switch g.below(depth < 2 ? 9 : 7) {
