@@ -53,7 +53,7 @@ final class GDBMTransaction: WriteTransaction {
 
     private var overlays: [FileID: Overlay] = [:]
     /// Index posting lists changed in this transaction: collection → entry key → record keys.
-    private var postings: [CollectionName: [[UInt8]: Set<[UInt8]>]] = [:]
+    private var postings: [CollectionName: [Key: PostingList]] = [:]
 
     /// The commit count of the snapshot.
     let generation: UInt64
@@ -323,24 +323,6 @@ final class GDBMTransaction: WriteTransaction {
         UniqueConstraint(["v"]).key(for: Record(id: 0, fields: ["v": value]))?.first ?? value
     }
 
-    static func encodePosting(_ ids: Set<[UInt8]>) -> [UInt8] {
-        var w = ByteWriter()
-        w.varint(ids.count)
-        for id in ids.sorted(by: { $0.lexicographicallyPrecedes($1) }) { w.blob(id) }
-        return BinaryCodec.sealed(w.bytes)
-    }
-
-    static func decodePosting(_ bytes: UnsafeRawBufferPointer) -> Set<[UInt8]>? {
-        guard let payload = BinaryCodec.unsealed(bytes) else { return nil }
-        var r = ByteReader(payload)
-        guard let n = try? r.varint(), n <= r.remaining else { return nil }
-        var out = Set<[UInt8]>()
-        for _ in 0..<n {
-            guard let id = try? r.blob() else { return nil }
-            out.insert(id)
-        }
-        return r.isAtEnd ? out : nil
-    }
 
     private func uniqueOwner(_ collection: CollectionName, _ entryKey: [UInt8]) throws -> [UInt8]? {
         guard let value = try raw(.index(collection), entryKey) else { return nil }
@@ -350,19 +332,21 @@ final class GDBMTransaction: WriteTransaction {
         return owner
     }
 
-    private func posting(_ collection: CollectionName, _ entryKey: [UInt8]) throws -> Set<[UInt8]> {
-        if let changed = postings[collection]?[entryKey] { return changed }
-        guard let value = try raw(.index(collection), entryKey) else { return [] }
-        guard let set = value.withUnsafeBytes({ GDBMTransaction.decodePosting($0) }) else {
+    private func posting(_ collection: CollectionName, _ entryKey: [UInt8]) throws -> PostingList {
+        if let changed = postings[collection]?[Key(entryKey)] { return changed }
+        guard let value = try raw(.index(collection), entryKey) else { return PostingList() }
+        guard let list = value.withUnsafeBytes({ PostingList(stored: $0) }) else {
             throw GDBMErrors.corrupted("An index entry of collection '\(collection)' (file '\(collection).index.gdbm') fails its checksum.", collection: collection.rawValue)
         }
-        return set
+        return list
     }
 
-    private func updatePosting(_ collection: CollectionName, _ entryKey: [UInt8], _ change: (inout Set<[UInt8]>) -> Void) throws {
-        var set = try posting(collection, entryKey)
-        change(&set)
-        postings[collection, default: [:]][entryKey] = set
+    private func updatePosting(_ collection: CollectionName, _ entryKey: [UInt8], _ change: (inout PostingList) -> Void) throws {
+        var list = try posting(collection, entryKey)
+        // Not also held in `postings` while it changes: the splice then needs no copy.
+        postings[collection]?[Key(entryKey)] = nil
+        change(&list)
+        postings[collection, default: [:]][Key(entryKey)] = list
     }
 
     /// Fails with `.uniqueViolation` if `record` would collide with another record.
@@ -488,7 +472,7 @@ final class GDBMTransaction: WriteTransaction {
                 if unique {
                     found = try uniqueOwner(collection, entry).map { [$0] } ?? []
                 } else {
-                    found = Array(try posting(collection, entry))
+                    found = try posting(collection, entry).keys
                 }
                 for idKey in found where seen.insert(idKey).inserted {
                     if let record = try loadRecord(collection, key: idKey), try !body(record) { return }
@@ -906,8 +890,8 @@ final class GDBMTransaction: WriteTransaction {
     func finish() -> [FileOp] {
         let committedCatalog = startCatalog
         for (collection, entries) in postings {
-            for (key, ids) in entries {
-                setRaw(.index(collection), key, ids.isEmpty ? .delete : .put(GDBMTransaction.encodePosting(ids)))
+            for (key, list) in entries {
+                setRaw(.index(collection), key.bytes, list.isEmpty ? .delete : .put(list.sealed()))
             }
         }
         postings.removeAll()
@@ -973,7 +957,7 @@ final class GDBMTransaction: WriteTransaction {
                         problems.append("\(collection): a unique-constraint entry does not match the records")
                     }
                 } else {
-                    let set = GDBMTransaction.decodePosting(value)
+                    let set = PostingList(stored: value).map { Set($0.keys) }
                     if set == nil || indexes.removeValue(forKey: key) != set {
                         problems.append("\(collection): an index entry does not match the records")
                     }
