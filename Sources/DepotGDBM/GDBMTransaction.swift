@@ -323,7 +323,6 @@ final class GDBMTransaction: WriteTransaction {
         UniqueConstraint(["v"]).key(for: Record(id: 0, fields: ["v": value]))?.first ?? value
     }
 
-
     private func uniqueOwner(_ collection: CollectionName, _ entryKey: [UInt8]) throws -> [UInt8]? {
         guard let value = try raw(.index(collection), entryKey) else { return nil }
         guard let owner = value.withUnsafeBytes({ BinaryCodec.unsealed($0).map(Array.init) }) else {
@@ -336,7 +335,7 @@ final class GDBMTransaction: WriteTransaction {
         if let changed = postings[collection]?[Key(entryKey)] { return changed }
         guard let value = try raw(.index(collection), entryKey) else { return PostingList() }
         guard let list = value.withUnsafeBytes({ PostingList(stored: $0) }) else {
-            throw GDBMErrors.corrupted("An index entry of collection '\(collection)' (file '\(collection).index.gdbm') fails its checksum.", collection: collection.rawValue)
+            throw GDBMErrors.corrupted("An index entry of collection '\(collection)' (file '\(collection).index.gdbm') fails its checksum or is malformed (a length past its end, keys out of order or repeated).", collection: collection.rawValue)
         }
         return list
     }
